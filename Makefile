@@ -1,0 +1,107 @@
+# backfill_platform developer entry points (GNU make). Every target runs from the repository root.
+#
+#   make setup       system packages (only the missing ones), .venv, editable install, Iceberg jar repair
+#   make demo        run the end-to-end demo
+#   make test        run the test suite (what CI runs, via .ci/run)
+#   make lint        ruff check + ruff format --check
+#   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
+#   make bench       run the benchmark
+#   make clean-data  remove runtime state under data/ (keeps data/.gitkeep)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# Python 3.11 for the virtual environment (pyproject.toml requires >=3.11,<3.12).
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || echo python3)
+VENV := .venv
+BIN := $(VENV)/bin
+# Touched after a successful `pip install`; pyproject.toml newer than it triggers a reinstall.
+INSTALL_STAMP := $(VENV)/.install-stamp
+
+# What `setup` probes for; each missing one is installed from its Debian package.
+JAVA ?= java
+SQLITE_JDBC_JAR ?= /usr/share/java/sqlite-jdbc.jar
+JARJAR_JAR ?= /usr/share/java/jarjar.jar
+# Override to dry-run the install branch, e.g. `make system-deps APT_GET='echo apt-get' JAVA=nojava`.
+APT_GET ?= apt-get
+
+UI_HOST ?= 127.0.0.1
+UI_PORT ?= 3000
+PYTEST_ARGS ?=
+
+# Spark binds to loopback; Dagster reads dagster.yaml at the repository root (its paths are relative
+# to the working directory, which make sets to the repository root).
+export SPARK_LOCAL_IP := 127.0.0.1
+export DAGSTER_HOME := $(CURDIR)
+# dagster.yaml turns telemetry off, but the daemon's upload thread still creates logs/ and .logs_queue/
+# in DAGSTER_HOME (the repository root) unless this is set.
+export DAGSTER_DISABLE_TELEMETRY := 1
+export JARJAR_JAR
+
+.PHONY: help setup system-deps venv jars demo test lint ui bench clean-data
+
+help:
+	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
+
+setup: system-deps venv jars
+
+# Install only what is missing, after one `apt-get update`.
+system-deps:
+	@missing=(); \
+	command -v $(JAVA) >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless); \
+	[ -e $(SQLITE_JDBC_JAR) ] || missing+=(libxerial-sqlite-jdbc-java); \
+	[ -e $(JARJAR_JAR) ] || missing+=(libjarjar-java); \
+	if [ $${#missing[@]} -eq 0 ]; then exit 0; fi; \
+	echo "setup: missing system packages: $${missing[*]}"; \
+	if ! command -v $(firstword $(APT_GET)) >/dev/null 2>&1; then \
+		echo "setup: error: apt-get is not available; install the equivalent of: $${missing[*]}" >&2; \
+		exit 1; \
+	fi; \
+	if [ "$$(id -u)" -ne 0 ]; then \
+		echo "setup: error: installing system packages needs root; run as root, or first:" >&2; \
+		echo "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y $${missing[*]}" >&2; \
+		exit 1; \
+	fi; \
+	$(APT_GET) update; \
+	DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y $${missing[*]}
+
+venv: $(INSTALL_STAMP)
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
+		echo "setup: error: '$(PYTHON)' is not Python 3.11; run 'make setup PYTHON=/path/to/python3.11'" >&2; \
+		exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(INSTALL_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	touch $@
+
+# Builds the relocated Jackson jar the bundled Iceberg runtime lacks; a no-op once it exists.
+jars: system-deps venv
+	$(BIN)/python -m backfill_platform.lakehouse.jar_repair --jarjar $(JARJAR_JAR)
+
+demo: setup
+	$(BIN)/backfill-platform demo
+
+test: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# A shell started in the background (`make ui &`) ignores SIGINT, and `dagster dev` maps SIGTERM to its
+# SIGINT handler, so it could then not be stopped cleanly; restore the default SIGINT before exec.
+ui: setup
+	$(BIN)/python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); \
+		os.execv(sys.argv[1], sys.argv[1:])' $(BIN)/dagster dev -h $(UI_HOST) -p $(UI_PORT) -w workspace.yaml
+
+bench: setup
+	$(BIN)/backfill-platform bench
+
+clean-data:
+	mkdir -p data
+	find data -mindepth 1 -maxdepth 1 ! -name .gitkeep -exec rm -rf -- {} +
+	touch data/.gitkeep

@@ -1,0 +1,1 @@
+"""Archive → events: parse, upcast, deduplicate and account for every record of a window."""

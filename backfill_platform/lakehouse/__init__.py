@@ -1,0 +1,1 @@
+"""Local Spark + Iceberg lakehouse: settings, jars, resources and table helpers."""

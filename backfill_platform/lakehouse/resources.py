@@ -1,0 +1,127 @@
+"""Dagster resources for the lakehouse: one Iceberg catalog, seen by Spark and by PyIceberg.
+
+`IcebergCatalogResource` describes the catalog once; `SparkIcebergResource` (dagster-pyspark's
+lazy PySpark resource, extended) starts a Spark session wired to that catalog the first time a step
+asks for it — never at import or definitions load. `lakehouse_resources_from_env` builds both for the
+current deployment tier from environment variables, with the embedded tier (SQLite under `data/`) as
+the default.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dagster import ConfigurableResource
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+
+from backfill_platform import settings
+from backfill_platform.lakehouse.jars import default_iceberg_jars
+
+
+class IcebergCatalogResource(ConfigurableResource):
+    """The Iceberg catalog shared by Spark and PyIceberg (JDBC on SQLite by default)."""
+
+    name: str = Field(
+        default="lake",
+        description="Catalog name. Spark and PyIceberg must use the same one: the JDBC catalog stores it.",
+    )
+    jdbc_uri: str = Field(description="JDBC URI of the catalog database, as Spark's Iceberg catalog uses it.")
+    sql_uri: str = Field(
+        description="SQLAlchemy URI of the same database, as PyIceberg's SQL catalog uses it."
+    )
+    warehouse: str = Field(description="Warehouse location (file:// locally, s3:// in deployments).")
+    jdbc_user: str | None = Field(default=None, description="Catalog database user (PostgreSQL tiers).")
+    jdbc_password: str | None = Field(
+        default=None, description="Catalog database password; set it with EnvVar, never inline."
+    )
+
+    def spark_conf(self) -> dict[str, str]:
+        prefix = f"spark.sql.catalog.{self.name}"
+        conf = {
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.type": "jdbc",
+            f"{prefix}.uri": self.jdbc_uri,
+            f"{prefix}.warehouse": self.warehouse,
+            f"{prefix}.jdbc.schema-version": "V1",
+        }
+        if self.jdbc_uri.startswith("jdbc:sqlite:"):
+            # Without WAL a MERGE after any df.cache() fails with SQLITE_BUSY (see the stack notes).
+            conf[f"{prefix}.jdbc.journal_mode"] = "WAL"
+            conf[f"{prefix}.jdbc.busy_timeout"] = "30000"
+        if self.jdbc_user:
+            conf[f"{prefix}.jdbc.user"] = self.jdbc_user
+        if self.jdbc_password:
+            conf[f"{prefix}.jdbc.password"] = self.jdbc_password
+        return conf
+
+    def load(self) -> Any:
+        """A PyIceberg catalog on the same database and warehouse as Spark's."""
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        return SqlCatalog(self.name, uri=self.sql_uri, warehouse=self.warehouse)
+
+
+class SparkIcebergResource(LazyPySparkResource):
+    """A Spark session with Iceberg's SQL extensions and the shared catalog, started on first use."""
+
+    catalog: IcebergCatalogResource
+    master: str = Field(default="local[*]", description="spark.master: local[*], spark://…, k8s://…, yarn.")
+    iceberg_jars: str = Field(
+        default="",
+        description="Comma-separated jars providing Iceberg; empty = the repaired bundled runtime.",
+    )
+    spark_config: dict[str, Any] = Field(
+        default_factory=dict, description="Extra Spark settings, applied last (they win)."
+    )
+
+    def full_spark_config(self) -> dict[str, str]:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        jars = self.iceberg_jars or ",".join(default_iceberg_jars())
+        conf = {
+            "spark.master": self.master,
+            "spark.app.name": "backfill_platform",
+            "spark.jars": jars,
+            "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.defaultCatalog": self.catalog.name,
+            "spark.sql.shuffle.partitions": "8",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.memory": "4g",
+            **self.catalog.spark_conf(),
+        }
+        conf.update({k: str(v) for k, v in self.spark_config.items()})
+        return conf
+
+    def _init_session(self) -> None:
+        if self._spark_session is None:
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder
+            for key, value in self.full_spark_config().items():
+                builder = builder.config(key, value)
+            self._spark_session = builder.getOrCreate()
+            self._spark_session.sparkContext.setLogLevel("ERROR")
+
+
+def catalog_from_env() -> IcebergCatalogResource:
+    data = settings.data_dir()
+    return IcebergCatalogResource(
+        name=settings.env_or(settings.CATALOG_NAME_ENV, "lake"),
+        jdbc_uri=settings.env_or(settings.CATALOG_JDBC_URI_ENV, f"jdbc:sqlite:{data}/catalog.db"),
+        sql_uri=settings.env_or(settings.CATALOG_SQL_URI_ENV, f"sqlite:///{data}/catalog.db"),
+        warehouse=settings.env_or(settings.WAREHOUSE_ENV, f"file://{data}/warehouse"),
+        jdbc_password=os.environ.get("BACKFILL_PLATFORM_CATALOG_PASSWORD") or None,
+        jdbc_user=os.environ.get("BACKFILL_PLATFORM_CATALOG_USER") or None,
+    )
+
+
+def spark_from_env(catalog: IcebergCatalogResource) -> SparkIcebergResource:
+    return SparkIcebergResource(
+        catalog=catalog,
+        master=settings.env_or(settings.SPARK_MASTER_ENV, "local[*]"),
+        iceberg_jars=settings.env_or(settings.ICEBERG_JARS_ENV, ""),
+        spark_config={},
+    )

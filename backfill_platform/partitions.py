@@ -1,0 +1,46 @@
+"""Partitions, declared once: event-time days for tables, ingestion hours for archives.
+
+Dagster partition keys are UTC days (`2026-10-01`) and map one-to-one to Iceberg `days(...)` / DATE
+partitions; everything else imports these definitions.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from dagster import (
+    BackfillPolicy,
+    DailyPartitionsDefinition,
+    HourlyPartitionsDefinition,
+    TimeWindowPartitionMapping,
+)
+
+from backfill_platform.specs.stream import StreamSpec
+
+DAY = timedelta(days=1)
+
+
+def event_partitions(spec: StreamSpec) -> DailyPartitionsDefinition:
+    return DailyPartitionsDefinition(start_date=spec.first_partition.isoformat(), timezone="UTC")
+
+
+def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
+    # The first event day can be fed by files ingested the hour before it (producers' clock skew).
+    first = datetime.combine(spec.first_partition - DAY, datetime.min.time())
+    return HourlyPartitionsDefinition(start_date=first.strftime("%Y-%m-%d-%H:%M"), timezone="UTC")
+
+
+def archive_to_events_mapping(spec: StreamSpec) -> TimeWindowPartitionMapping:
+    """An event day depends on the ingestion hours from the day before (skew) to its lateness horizon."""
+    days_after = math.ceil((spec.allowed_lateness + timedelta(hours=1)) / DAY)
+    return TimeWindowPartitionMapping(
+        start_offset=-1, end_offset=days_after, allow_nonexistent_upstream_partitions=True
+    )
+
+
+def backfill_policy(max_partitions_per_run: int | None) -> BackfillPolicy:
+    """One Spark run for a whole range unless the spec bounds the blast radius of a run."""
+    if max_partitions_per_run:
+        return BackfillPolicy.multi_run(max_partitions_per_run)
+    return BackfillPolicy.single_run()

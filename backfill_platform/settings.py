@@ -1,0 +1,30 @@
+"""Deployment-tier settings, read from environment variables when definitions are built.
+
+The embedded tier needs none of them: everything defaults to files under `./data`. A team or
+production tier sets the variables below (a Spark master, a PostgreSQL/REST catalog, an S3 warehouse)
+and changes no code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATA_DIR_ENV = "BACKFILL_PLATFORM_DATA"
+SPECS_ENV = "BACKFILL_PLATFORM_SPECS"
+SPARK_MASTER_ENV = "BACKFILL_PLATFORM_SPARK_MASTER"
+CATALOG_NAME_ENV = "BACKFILL_PLATFORM_CATALOG_NAME"
+CATALOG_JDBC_URI_ENV = "BACKFILL_PLATFORM_CATALOG_JDBC_URI"
+CATALOG_SQL_URI_ENV = "BACKFILL_PLATFORM_CATALOG_SQL_URI"
+WAREHOUSE_ENV = "BACKFILL_PLATFORM_WAREHOUSE"
+ICEBERG_JARS_ENV = "BACKFILL_PLATFORM_ICEBERG_JARS"
+
+
+def data_dir() -> Path:
+    """Root of the embedded tier's runtime state (catalog, warehouse, archive, Dagster storage)."""
+    return Path(os.environ.get(DATA_DIR_ENV, "data")).resolve()
+
+
+def env_or(name: str, default: str) -> str:
+    value = os.environ.get(name, "").strip()
+    return value or default

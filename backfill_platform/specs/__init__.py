@@ -1,0 +1,1 @@
+"""Declarative specs of streams and datasets, and their discovery."""

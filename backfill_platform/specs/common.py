@@ -1,0 +1,48 @@
+"""Pieces shared by stream and dataset specs: safe identifiers and the spec base model."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+def check_identifier(value: str) -> str:
+    """Names reach SQL and table identifiers, so only lower-case snake_case identifiers are accepted."""
+    if not isinstance(value, str) or not _IDENTIFIER.match(value):
+        raise ValueError(
+            f"{value!r} is not a safe identifier (lower-case letters, digits and '_', starting with a letter)"
+        )
+    return value
+
+
+Identifier = Annotated[str, AfterValidator(check_identifier)]
+
+# Spark SQL type names a spec may use for payload fields.
+FIELD_TYPES = {
+    "string": "string",
+    "long": "bigint",
+    "int": "int",
+    "double": "double",
+    "boolean": "boolean",
+    "timestamp": "timestamp",
+    "date": "date",
+}
+
+
+def check_field_type(value: str) -> str:
+    if value not in FIELD_TYPES:
+        raise ValueError(f"{value!r} is not a field type; use one of {sorted(FIELD_TYPES)}")
+    return value
+
+
+FieldType = Annotated[str, AfterValidator(check_field_type)]
+
+
+class SpecModel(BaseModel):
+    """Strict base: unknown keys are errors, so a typo in a spec never passes silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -1,0 +1,1 @@
+"""Validation shared by events and datasets: pandera schemas, checksums, result formatting."""

@@ -1,0 +1,63 @@
+"""Session fixtures: one data directory, one Spark session, one generated archive for the whole run."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from backfill_platform import settings
+
+START = date(2026, 10, 1)
+DAYS = 3
+EVENTS_PER_DAY = 3000
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test talks to the same embedded tier, under a temporary data directory."""
+    path = tmp_path_factory.mktemp("data")
+    os.environ[settings.DATA_DIR_ENV] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def catalog(data_dir: Path):
+    from backfill_platform.lakehouse.resources import catalog_from_env
+
+    return catalog_from_env()
+
+
+@pytest.fixture(scope="session")
+def spark_resource(catalog):
+    from backfill_platform.lakehouse.resources import spark_from_env
+
+    return spark_from_env(catalog)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_resource):
+    return spark_resource.spark_session
+
+
+@pytest.fixture(scope="session")
+def specs(data_dir: Path):
+    from backfill_platform.specs.loader import load_specs
+
+    return load_specs()
+
+
+@pytest.fixture(scope="session")
+def playback(specs):
+    return specs.streams["playback"]
+
+
+@pytest.fixture(scope="session")
+def truth(data_dir: Path) -> dict:
+    """A small generated playback archive (3 days) and the generator's exact truth for it."""
+    from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+
+    config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=11)
+    return generate_playback_archive(data_dir / "archive" / "playback", config)

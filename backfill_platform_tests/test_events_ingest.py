@@ -1,0 +1,135 @@
+"""Archive → events on a generated archive: exact truth per day, reconciliation, quarantine, idempotency."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from dagster import AssetKey, materialize
+from pyspark.sql import functions as F
+
+from backfill_platform.archive.listing import archive_for
+from backfill_platform.events.assets import build_events_asset, events_key
+from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table
+from backfill_platform.validation.checksums import checksum
+from backfill_platform_tests.conftest import DAYS, START
+
+RANGE_TAGS = {
+    "dagster/asset_partition_range_start": START.isoformat(),
+    "dagster/asset_partition_range_end": (START + timedelta(days=DAYS - 1)).isoformat(),
+}
+WINDOW = (
+    datetime.combine(START, datetime.min.time(), tzinfo=UTC),
+    datetime.combine(START + timedelta(days=DAYS), datetime.min.time(), tzinfo=UTC),
+)
+
+
+@pytest.fixture(scope="module")
+def materialized(truth, playback, spark_resource):
+    """The 3-day range materialized through Dagster, in one run."""
+    result = materialize([build_events_asset(playback)], resources={"spark": spark_resource}, tags=RANGE_TAGS)
+    assert result.success
+    return result
+
+
+def test_range_is_one_run_with_a_materialization_per_partition(materialized):
+    events = materialized.get_asset_materialization_events()
+    assert {e.event_specific_data.materialization.partition for e in events} == {
+        (START + timedelta(days=i)).isoformat() for i in range(DAYS)
+    }
+    # `materialize` executes exactly one run; all three partitions were materialized inside it.
+    assert len(events) == DAYS and materialized.run_id
+
+
+def test_blocking_checks_pass_with_numbers(materialized):
+    checks = {e.check_name: e for e in materialized.get_asset_check_evaluations()}
+    assert set(checks) == {"reconciliation", "quarantine_ratio", "schema"}
+    assert all(c.passed for c in checks.values())
+    assert checks["reconciliation"].metadata["partitions_checked"].value == DAYS
+
+
+def test_events_match_generator_truth_per_day(materialized, truth, spark, playback):
+    events = spark.table(events_table(spark, playback))
+    by_day = {
+        r["day"].isoformat(): r
+        for r in events.groupBy(F.to_date("event_time").alias("day"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.countDistinct("event_id").alias("ids"),
+            F.count(F.when(F.col("event_type") == "start", 1)).alias("starts"),
+            F.count(F.when(F.col("_ingestion_time") > F.date_trunc("hour", "event_time"), 1)).alias("late"),
+        )
+        .collect()
+    }
+    for i in range(DAYS):
+        day = (START + timedelta(days=i)).isoformat()
+        expected = truth["partitions"][day]
+        assert by_day[day]["n"] == expected["written"], day
+        assert by_day[day]["ids"] == expected["written"], day  # deduplicated
+        assert by_day[day]["starts"] == expected["starts"], day
+        assert by_day[day]["late"] == expected["late"], day
+
+
+def test_run_metadata_matches_truth_and_reconciles(materialized, truth):
+    observations = [
+        e.event_specific_data.asset_observation
+        for e in materialized.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
+    by_partition = {o.partition: {k: v.value for k, v in o.metadata.items()} for o in observations}
+    for day, figures in by_partition.items():
+        expected = truth["partitions"][day]
+        assert figures["records"] == expected["records"]
+        assert figures["duplicates"] == expected["duplicates"]
+        assert figures["conflicting_ids"] == expected["conflicting_ids"]
+        for reason, count in expected["quarantined"].items():
+            assert figures[f"quarantined_{reason}"] == count, (day, reason)
+        assert figures["records"] == figures["written"] + figures["duplicates"] + figures["quarantined"]
+
+
+def test_quarantine_holds_each_bad_line_once_with_its_reason(materialized, truth, spark, playback):
+    quarantine = spark.table(quarantine_table(spark, playback))
+    rows = quarantine.groupBy(F.to_date("attributed_time").alias("day"), "reason").count().collect()
+    got = {(r["day"].isoformat(), r["reason"]): r["count"] for r in rows}
+    for i in range(DAYS):
+        day = (START + timedelta(days=i)).isoformat()
+        for reason, count in truth["partitions"][day]["quarantined"].items():
+            assert got.get((day, reason), 0) == count, (day, reason)
+    total = quarantine.count()
+    assert quarantine.select("_source_file", "_line_number").distinct().count() == total
+    assert quarantine.where(F.col("line").isNull() | F.col("reason").isNull()).count() == 0
+
+
+def test_rerun_gives_identical_rows_and_checksums(materialized, spark, playback):
+    table = events_table(spark, playback)
+    before = checksum(spark.table(table))
+    quarantine_before = checksum(spark.table(quarantine_table(spark, playback)))
+    ingest_window(spark, playback, archive_for(playback), *WINDOW)
+    assert checksum(spark.table(table)) == before
+    assert checksum(spark.table(quarantine_table(spark, playback))) == quarantine_before
+    assert before[0] > 0
+
+
+def test_pyiceberg_reads_what_spark_wrote(materialized, catalog, spark, playback):
+    table = catalog.load().load_table(("raw", playback.events_table))
+    day = START.isoformat()
+    arrow = table.scan(
+        row_filter=f"event_time >= '{day}T00:00:00+00:00' and event_time < '{day}T12:00:00+00:00'"
+    ).to_arrow()
+    expected = (
+        spark.table(events_table(spark, playback))
+        .where((F.col("event_time") >= f"{day} 00:00:00") & (F.col("event_time") < f"{day} 12:00:00"))
+        .count()
+    )
+    assert arrow.num_rows == expected > 0
+    assert set(arrow.column("event_id").to_pylist()) == {
+        r[0]
+        for r in spark.table(events_table(spark, playback))
+        .where((F.col("event_time") >= f"{day} 00:00:00") & (F.col("event_time") < f"{day} 12:00:00"))
+        .select("event_id")
+        .collect()
+    }
+
+
+def test_events_key_mirrors_table(playback):
+    assert events_key(playback) == AssetKey(["raw", "playback_events"])

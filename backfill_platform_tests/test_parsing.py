@@ -1,0 +1,163 @@
+"""Parsing and upcasting of every schema version, both time formats, and lateness at the day boundary."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import UTC, datetime, timedelta
+from itertools import count
+from pathlib import Path
+
+import pytest
+import yaml
+from pyspark.sql import functions as F
+
+from backfill_platform.archive.listing import archive_for
+from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table
+from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.stream import StreamSpec
+
+_names = count()
+DAY1 = datetime(2026, 10, 1, tzinfo=UTC)
+DAY2 = DAY1 + timedelta(days=1)
+DAY3 = DAY2 + timedelta(days=1)
+
+
+def stream_in(tmp_path: Path) -> StreamSpec:
+    """The demo spec under a fresh name, with its archive in a temporary folder."""
+    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    raw["name"] = f"case_{next(_names)}"
+    raw["archive"]["location"] = str(tmp_path / "archive")
+    return StreamSpec.model_validate(raw)
+
+
+def deliver(spec: StreamSpec, hour: datetime, records: list[dict | str], name: str = "part-0001") -> None:
+    folder = Path(spec.archive.location) / hour.strftime(spec.archive.layout)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+    with gzip.open(folder / f"{name}.jsonl.gz", "wt") as out:
+        out.write("\n".join(lines) + "\n")
+
+
+def v1(event_id: str, at: datetime, **extra) -> dict:
+    iso = at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+    return {"event_id": event_id, "event_time": iso, "user_id": "u1", "title_id": "t1",
+            "event_type": "start", "position_sec": 7, "device": "tv", **extra}  # fmt: skip
+
+
+def v2(event_id: str, at: datetime, **extra) -> dict:
+    return {"schema_version": 2, "event_id": event_id, "event_time": int(at.timestamp() * 1000),
+            "user_id": "u1", "title_id": "t1", "event_type": "stop", "position_sec": 42,
+            "device_type": "mobile", "country": "BR", **extra}  # fmt: skip
+
+
+def events(spark, spec) -> dict[str, dict]:
+    return {r["event_id"]: r.asDict() for r in spark.table(events_table(spark, spec)).collect()}
+
+
+def quarantined(spark, spec) -> dict[str, dict]:
+    rows = spark.table(quarantine_table(spark, spec)).collect()
+    return {f"{r['_source_file']}:{r['_line_number']}": r.asDict() for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (
+            v1("a", datetime(2026, 10, 1, 10, 15, 30, 250000, tzinfo=UTC)),
+            {"event_time": datetime(2026, 10, 1, 10, 15, 30, 250000), "device_type": "tv",
+             "country": "unknown", "position_sec": 7, "_schema_version": 1},
+        ),
+        (
+            v2("a", datetime(2026, 10, 1, 10, 15, 30, 250000, tzinfo=UTC)),
+            {"event_time": datetime(2026, 10, 1, 10, 15, 30, 250000), "device_type": "mobile",
+             "country": "BR", "position_sec": 42, "_schema_version": 2},
+        ),
+    ],
+    ids=["v1-iso8601", "v2-epoch-millis"],
+)  # fmt: skip
+def test_every_version_is_upcast_to_the_latest(tmp_path, spark, record, expected):
+    spec = stream_in(tmp_path)
+    deliver(spec, datetime(2026, 10, 1, 10, tzinfo=UTC), [record])
+    ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    row = events(spark, spec)["a"]
+    assert {k: row[k] for k in expected} == expected
+    assert set(row) >= set(spec.latest.fields)
+    assert row["_source_file"] == "2026/10/01/10/part-0001.jsonl.gz" and row["_line_number"] == 1
+
+
+def test_three_hours_late_across_midnight_lands_in_its_event_day(tmp_path, spark):
+    spec = stream_in(tmp_path)
+    event_time = datetime(2026, 10, 1, 23, 40, tzinfo=UTC)
+    deliver(spec, datetime(2026, 10, 2, 2, tzinfo=UTC), [v1("late", event_time)])  # ingested 3 h later
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
+    row = events(spark, spec)["late"]
+    assert row["event_time"] == event_time.replace(tzinfo=None)
+    assert row["_ingestion_time"] == datetime(2026, 10, 2, 2)
+    assert result.partitions["2026-10-01"].written == 1 and result.partitions["2026-10-01"].late == 1
+    assert result.partitions["2026-10-02"].records == 0
+
+    # Re-deriving day 1 alone still finds it: the window reads the lateness horizon past midnight.
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    assert result.partitions["2026-10-01"].written == 1
+    assert "late" in events(spark, spec)
+
+
+def test_beyond_allowed_lateness_is_quarantined_in_the_ingestion_day_and_counted(tmp_path, spark):
+    spec = stream_in(tmp_path)
+    event_time = datetime(2026, 10, 1, 12, tzinfo=UTC)
+    deliver(spec, datetime(2026, 10, 2, 9, tzinfo=UTC), [v1("too-late", event_time)])  # 21 h late > 8 h
+    ahead = datetime(2026, 10, 2, 10, 50, tzinfo=UTC)  # producer clock 50 min ahead of its 10:00 bucket
+    deliver(spec, datetime(2026, 10, 2, 9, tzinfo=UTC), [v1("ahead", ahead)], name="part-0002")
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
+    assert "too-late" not in events(spark, spec)
+    assert result.partitions["2026-10-01"].records == 0
+    day2 = result.partitions["2026-10-02"]
+    assert day2.quarantined["too_late"] == 1 and day2.quarantined["clock_skew"] == 1
+    assert day2.records == day2.written + day2.duplicates + day2.quarantined_total == 2
+    rows = quarantined(spark, spec)
+    late = rows["2026/10/02/09/part-0001.jsonl.gz:1"]
+    assert late["reason"] == "too_late" and late["event_id"] == "too-late"
+    assert late["attributed_time"] == datetime(2026, 10, 2, 9)
+    assert rows["2026/10/02/09/part-0002.jsonl.gz:1"]["reason"] == "clock_skew"
+
+
+def test_bad_lines_are_quarantined_with_reason_line_and_raw_text(tmp_path, spark):
+    spec = stream_in(tmp_path)
+    at = datetime(2026, 10, 1, 5, 30, tzinfo=UTC)
+    bad = [
+        v1("ok", at),
+        '{"event_id": "cut", "event_ti',
+        {k: v for k, v in v1("x", at).items() if k != "event_id"},
+        v1("badtime", at, event_time="not-a-time"),
+        v2("badtime2", at, event_time="17x"),
+        v2("badtype", at, position_sec="forty"),
+        v2("future", at, schema_version=3),
+        v1("ok", at),  # the same line again: a duplicate delivery
+    ]
+    deliver(spec, datetime(2026, 10, 1, 5, tzinfo=UTC), bad)
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    figures = result.partitions["2026-10-01"]
+    assert (figures.records, figures.written, figures.duplicates) == (8, 1, 1)
+    reasons = {int(key.split(":")[1]): row["reason"] for key, row in quarantined(spark, spec).items()}
+    assert reasons == {
+        2: "malformed_json",
+        3: "missing_event_id",
+        4: "unparseable_event_time",
+        5: "unparseable_event_time",
+        6: "invalid_field",
+        7: "unknown_schema_version",
+    }
+    detail = spark.table(quarantine_table(spark, spec)).where(F.col("reason") == "invalid_field").first()
+    assert detail["detail"] == "position_sec" and '"forty"' in detail["line"]
+
+
+def test_conflicting_payloads_are_counted_separately(tmp_path, spark):
+    spec = stream_in(tmp_path)
+    at = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)
+    deliver(spec, datetime(2026, 10, 1, 8, tzinfo=UTC), [v1("dup", at)])
+    deliver(spec, datetime(2026, 10, 1, 9, tzinfo=UTC), [v1("dup", at, position_sec=99)])
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    figures = result.partitions["2026-10-01"]
+    assert (figures.written, figures.duplicates, figures.conflicting_ids) == (1, 1, 1)
+    assert events(spark, spec)["dup"]["position_sec"] == 7  # the earliest delivery wins

@@ -1,0 +1,117 @@
+"""Spec loading: the demo spec, every kind of invalid spec, hostile names, discovery by env var."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform import settings
+from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_spec_file, load_specs
+
+VALID = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+
+
+def write_spec(folder: Path, name: str, spec: dict) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def mutated(**changes) -> dict:
+    spec = yaml.safe_load(yaml.safe_dump(VALID))
+    for dotted, value in changes.items():
+        target = spec
+        *parents, leaf = dotted.split("__")
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        if value is KeyError:
+            del target[leaf]
+        else:
+            target[leaf] = value
+    return spec
+
+
+def test_demo_spec_loads_with_its_versions():
+    spec = load_specs([BUILTIN_SPECS_DIR]).streams["playback"]
+    assert spec.allowed_lateness.total_seconds() == 8 * 3600
+    assert [v.version for v in spec.schema_versions] == [1, 2]
+    assert spec.latest.fields["device_type"] == "string"
+    assert spec.events_table == "playback_events"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "reason"),
+    [
+        ({"allowed_lateness": "eight hours"}, "allowed_lateness", "not a duration"),
+        ({"event_id_field": KeyError}, "event_id_field", "Field required"),
+        ({"partition_grain": "week"}, "partition_grain", "'day'"),
+        ({"archive__layout": "%Y/%m/%d"}, "archive.layout", "%H"),
+        ({"max_quarantine_ratio": 2}, "max_quarantine_ratio", "less than or equal"),
+        ({"schema_versions__0__upcast": []}, "<root>", "upcasts to"),
+        (
+            {"schema_versions__0__fields__position_sec": "float128"},
+            "schema_versions.0.fields.position_sec",
+            "type",
+        ),
+        (
+            {"schema_versions__0__match": {"field": "schema_version"}},
+            "schema_versions.0.match",
+            "exactly one",
+        ),
+        ({"archive__location_typo": "x"}, "archive.location_typo", "Extra inputs"),
+        (
+            {"schema_versions__0__upcast": [{"rename": {"from": "nope", "to": "device_type"}}]},
+            "<root>",
+            "unknown field 'nope'",
+        ),
+    ],
+)
+def test_invalid_spec_names_file_field_and_reason(tmp_path, changes, field, reason):
+    path = write_spec(tmp_path, "broken", mutated(**changes))
+    with pytest.raises(SpecError) as error:
+        load_spec_file(path)
+    message = str(error.value)
+    assert str(path) in message
+    assert f"field '{field}'" in message
+    assert reason in message
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"name": "playback; DROP TABLE x"}, "name"),
+        ({"name": "Playback"}, "name"),
+        ({"event_id_field": "id`)--"}, "event_id_field"),
+        ({"event_time__field": "a.b"}, "event_time.field"),
+        ({"schema_versions__1__fields__bad name": "string"}, "schema_versions.1.fields.bad name"),
+        ({"schema_versions__0__match__field": "x' or '1'='1"}, "schema_versions.0.match.field"),
+    ],
+)
+def test_hostile_names_are_refused(tmp_path, changes, field):
+    path = write_spec(tmp_path, "hostile", mutated(**changes))
+    with pytest.raises(SpecError, match="not a safe identifier") as error:
+        load_spec_file(path)
+    assert f"field '{field}'" in str(error.value)
+
+
+def test_user_specs_are_found_through_the_environment(tmp_path, monkeypatch):
+    write_spec(tmp_path, "clicks", mutated(name="clicks", archive__location="archive/clicks"))
+    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
+    specs = load_specs()
+    assert {"playback", "clicks"} <= set(specs.streams)
+    assert specs.streams["clicks"].archive.location == "archive/clicks"
+
+
+def test_a_stream_declared_twice_is_refused(tmp_path, monkeypatch):
+    write_spec(tmp_path, "again", VALID)
+    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
+    with pytest.raises(SpecError, match="declared twice"):
+        load_specs()
+
+
+def test_missing_spec_folder_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(SpecError, match="does not exist"):
+        load_specs()
