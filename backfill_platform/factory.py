@@ -7,6 +7,9 @@ from dagster import Definitions, in_process_executor
 from backfill_platform.archive.assets import build_archive_asset
 from backfill_platform.events.assets import build_events_asset
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
+from backfill_platform.promotion.assets import build_production_asset
+from backfill_platform.promotion.jobs import revert_promotion_job
+from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.specs.loader import SpecSet, load_specs
 
 
@@ -15,9 +18,14 @@ def build_definitions(specs: SpecSet | None = None) -> Definitions:
     assets = []
     for stream in specs.streams.values():
         assets += [build_archive_asset(stream), build_events_asset(stream)]
+    for dataset in specs.datasets.values():
+        stream = specs.streams[dataset.source_stream]
+        assets += [build_shadow_asset(dataset, stream, version) for version in dataset.versions]
+        assets.append(build_production_asset(dataset, stream))
     catalog = catalog_from_env()
     return Definitions(
         assets=assets,
+        jobs=[revert_promotion_job],
         resources={"catalog": catalog, "spark": spark_from_env(catalog)},
         # Spark steps share the run's session: one JVM per run, not one per step.
         executor=in_process_executor,

@@ -18,7 +18,6 @@ from backfill_platform.events.checks import (
     QUARANTINE_RATIO,
     RECONCILIATION,
     SCHEMA,
-    markdown_table,
     quarantine_ratio_check,
     reconciliation_check,
     schema_check,
@@ -26,9 +25,11 @@ from backfill_platform.events.checks import (
 from backfill_platform.events.ingest import REASONS, IngestResult, events_table, ingest_window
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE
+from backfill_platform.ledger.ledger import record_ingestions
 from backfill_platform.partitions import archive_to_events_mapping, backfill_policy, event_partitions
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
+from backfill_platform.validation.markdown import markdown_table
 
 
 def events_key(spec: StreamSpec) -> AssetKey:
@@ -78,6 +79,7 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
                 )
             )
         context.log.info(ingest_report(result))
+        record_ingestions(session, spec, result, context.run.run_id)
         checks = [
             reconciliation_check(session, spec, key, result, window.start, window.end),
             quarantine_ratio_check(spec, key, result),

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from backfill_platform.events.ingest import IngestResult, events_columns, events_table, quarantine_table
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.validation.markdown import markdown_table
 from backfill_platform.validation.schema import pandera_schema, validate_schema
 
 RECONCILIATION = "reconciliation"
@@ -35,10 +36,6 @@ def _counts_by_day(
     return {row["day"].isoformat(): row["count"] for row in rows}
 
 
-def markdown_table(header: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def reconciliation_check(

@@ -27,6 +27,7 @@ class PartitionFigures:
     """The accounting of one event-time partition: records = written + duplicates + quarantined."""
 
     partition: str
+    archive_files: int = 0
     records: int = 0
     written: int = 0
     duplicates: int = 0
@@ -143,6 +144,10 @@ def ingest_window(
             quarantine, quarantine_table(spark, spec), "attributed_time", start, end, properties
         )
         partitions = _figures(classified, start, end)
+        for day, figures in partitions.items():
+            day_start = datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=start.tzinfo)
+            low, high = read_window(spec, day_start, day_start + timedelta(days=1))
+            figures.archive_files = sum(1 for f in files if low <= f.ingestion_hour < high)
         lines_read = lines.count()
     finally:
         classified.unpersist()

@@ -49,6 +49,7 @@ def replace_range(
     start: date | datetime,
     end: date | datetime,
     properties: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> int | None:
     """Replace every row with `start <= column < end` by `df`, in one commit; return the new snapshot id.
 
@@ -59,6 +60,8 @@ def replace_range(
     if outside:
         raise ValueError(f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}")
     writer = df.writeTo(identifier)
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
     for key, value in (properties or {}).items():
         writer = writer.option(f"snapshot-property.{key}", str(value))
     writer.overwrite(in_range(column, start, end))

@@ -1,0 +1,1 @@
+"""Transforms of the demo datasets: PySpark functions of the events of a window."""

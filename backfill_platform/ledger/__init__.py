@@ -1,0 +1,1 @@
+"""The ledger: the audit trail from archive records to promoted production partitions."""

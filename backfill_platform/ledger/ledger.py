@@ -1,0 +1,196 @@
+"""Ledger tables in the `platform` namespace.
+
+`platform.ingestions` has one row per stream, event-time day and events run: archive files, records
+read, events written, duplicates, quarantined, late. `platform.ledger` has one row per dataset, version,
+day and shadow run: the ingestion figures it was computed from, the shadow rows and checksum, the check
+verdicts, and — filled in later by the same row's promotion or revert — the production snapshot.
+Together they prove nothing was lost or doubled, and reports read from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, date, datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, table_id
+
+
+@dataclass
+class IngestionRow:
+    stream: str
+    partition: date
+    run_id: str
+    recorded_at: datetime
+    archive_files: int
+    records: int
+    written: int
+    duplicates: int
+    conflicting_ids: int
+    quarantined: int
+    late: int
+    events_snapshot_id: int | None
+
+
+@dataclass
+class LedgerRow:
+    dataset: str
+    version: str
+    partition: date
+    run_id: str
+    recorded_at: datetime
+    stream: str
+    backfill_id: str | None = None
+    reason: str | None = None
+    archive_files: int | None = None
+    records: int | None = None
+    events_written: int | None = None
+    duplicates: int | None = None
+    quarantined: int | None = None
+    late: int | None = None
+    shadow_snapshot_id: int | None = None
+    shadow_rows: int | None = None
+    shadow_row_hash: str | None = None
+    checks_passed: bool | None = None
+    failed_checks: str | None = None
+    check_digest: str | None = None
+    diverging_rows: int | None = None
+    adopted: bool = False
+    promoted_snapshot_id: int | None = None
+    promoted_at: datetime | None = None
+    promotion_run_id: str | None = None
+    reverted_snapshot_id: int | None = None
+    reverted_at: datetime | None = None
+
+
+_SPARK_TYPES = {int: "bigint", str: "string", bool: "boolean", datetime: "timestamp", date: "date"}
+
+
+def _ddl(row_type: type) -> str:
+    parts = []
+    for f in fields(row_type):
+        base = next(t for t in _SPARK_TYPES if t.__name__ in str(f.type))
+        parts.append(f"{f.name} {_SPARK_TYPES[base]}")
+    return ", ".join(parts)
+
+
+def ingestions_table(spark: SparkSession) -> str:
+    return table_id(spark, PLATFORM_NAMESPACE, "ingestions")
+
+
+def ledger_table(spark: SparkSession) -> str:
+    return table_id(spark, PLATFORM_NAMESPACE, "ledger")
+
+
+def ensure_ledger(spark: SparkSession) -> None:
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ledger_table(spark).rsplit('.', 1)[0]}")
+    for identifier, row_type in ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow)):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier} ({_ddl(row_type)}) USING iceberg")
+
+
+def append(spark: SparkSession, rows: list, row_type: type) -> None:
+    if not rows:
+        return
+    ensure_ledger(spark)
+    target = ingestions_table(spark) if row_type is IngestionRow else ledger_table(spark)
+    df = spark.createDataFrame([tuple(asdict(r).values()) for r in rows], _ddl(row_type))
+    df.writeTo(target).append()
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def latest_ingestions(spark: SparkSession, stream: str, days: list[date]) -> dict[str, dict]:
+    """The most recent ingestion figures of each day."""
+    ensure_ledger(spark)
+    latest = Window.partitionBy("partition").orderBy(F.col("recorded_at").desc())
+    rows = (
+        spark.table(ingestions_table(spark))
+        .where((F.col("stream") == stream) & F.col("partition").isin(days))
+        .withColumn("_n", F.row_number().over(latest))
+        .where("_n = 1")
+        .collect()
+    )
+    return {row["partition"].isoformat(): row.asDict() for row in rows}
+
+
+def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: list[date]) -> dict[str, dict]:
+    """The most recent validation of each day of a dataset version (what promotion is gated on)."""
+    ensure_ledger(spark)
+    latest = Window.partitionBy("partition").orderBy(F.col("recorded_at").desc())
+    rows = (
+        spark.table(ledger_table(spark))
+        .where(
+            (F.col("dataset") == dataset)
+            & (F.col("version") == version)
+            & F.col("partition").isin(days)
+            & ~F.col("adopted")
+        )
+        .withColumn("_n", F.row_number().over(latest))
+        .where("_n = 1")
+        .collect()
+    )
+    return {row["partition"].isoformat(): row.asDict() for row in rows}
+
+
+def update_rows(spark: SparkSession, dataset: str, keys: list[tuple[str, date, str]], values: dict) -> None:
+    """Set `values` on the ledger rows identified by (version, partition, run_id), in one MERGE commit."""
+    if not keys:
+        return
+    source = spark.createDataFrame(keys, "version string, partition date, run_id string")
+    source.createOrReplaceTempView("_ledger_keys")
+    assignments = ", ".join(f"t.{column} = {_sql_literal(value)}" for column, value in values.items())
+    spark.sql(
+        f"MERGE INTO {ledger_table(spark)} t USING _ledger_keys s "
+        f"ON t.dataset = '{dataset}' AND t.version = s.version AND t.partition = s.partition "
+        f"AND t.run_id = s.run_id WHEN MATCHED THEN UPDATE SET {assignments}"
+    )
+
+
+def _sql_literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+    text = str(value).replace("'", "''")
+    return f"'{text}'"
+
+
+def ledger(spark: SparkSession, dataset: str | None = None) -> DataFrame:
+    ensure_ledger(spark)
+    df = spark.table(ledger_table(spark))
+    return df.where(F.col("dataset") == dataset) if dataset else df
+
+
+def record_ingestions(spark: SparkSession, spec, result, run_id: str) -> None:
+    """One `platform.ingestions` row per event-time day of an events run."""
+    recorded = now()
+    append(
+        spark,
+        [
+            IngestionRow(
+                stream=spec.name,
+                partition=date.fromisoformat(day),
+                run_id=run_id,
+                recorded_at=recorded,
+                archive_files=f.archive_files,
+                records=f.records,
+                written=f.written,
+                duplicates=f.duplicates,
+                conflicting_ids=f.conflicting_ids,
+                quarantined=f.quarantined_total,
+                late=f.late,
+                events_snapshot_id=result.events_snapshot_id,
+            )
+            for day, f in sorted(result.partitions.items())
+        ],
+        IngestionRow,
+    )

@@ -1,0 +1,1 @@
+"""Production tables change only here: promotion of validated shadow partitions, revert, adoption."""

@@ -1,0 +1,1 @@
+"""Shadow tables: what each dataset version computes, validated before anything reaches production."""

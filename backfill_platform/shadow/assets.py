@@ -1,0 +1,190 @@
+"""Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
+
+from datetime import date
+
+from dagster import (
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetObservation,
+    AssetsDefinition,
+    Config,
+    MaterializeResult,
+    asset,
+)
+from pydantic import Field
+
+from backfill_platform.events.assets import events_key
+from backfill_platform.events.ingest import events_table
+from backfill_platform.lakehouse.resources import SparkIcebergResource
+from backfill_platform.lakehouse.tables import SHADOW_NAMESPACE, in_range, replace_range
+from backfill_platform.ledger.ledger import LedgerRow, append, latest_ingestions, now
+from backfill_platform.partitions import backfill_policy, event_partitions
+from backfill_platform.shadow.tables import (
+    conform,
+    ensure_dataset_table,
+    production_table,
+    read_range,
+    shadow_table,
+)
+from backfill_platform.shadow.validate import (
+    CHECKSUMS,
+    DIVERGENCE,
+    MAX_DIVERGENCE_TAG,
+    ROW_COUNTS,
+    SCHEMA,
+    ShadowValidation,
+    validate_shadow,
+)
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.utils import BACKFILL_TAG, REASON_TAG, run_properties
+from backfill_platform.validation.buckets import partition_fingerprints
+
+
+class ShadowConfig(Config):
+    max_divergence_ratio: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "Block promotion of partitions whose divergence from production exceeds this share of rows. "
+            f"Unset: the run tag `{MAX_DIVERGENCE_TAG}` decides; without it divergence only warns."
+        ),
+    )
+
+
+def shadow_key(spec: DatasetSpec, version: str) -> AssetKey:
+    return AssetKey([SHADOW_NAMESPACE, spec.shadow_table(version)])
+
+
+def window_days(context: AssetExecutionContext) -> tuple[date, date, list[str]]:
+    window = context.partition_time_window
+    start, end = window.start.date(), window.end.date()
+    return start, end, sorted(context.partition_keys)
+
+
+def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> AssetsDefinition:
+    key = shadow_key(spec, version)
+    version_spec = spec.versions[version]
+    active = " (active: feeds production)" if version == spec.active_version else ""
+
+    @asset(
+        key=key,
+        deps=[events_key(stream)],
+        partitions_def=event_partitions(stream),
+        backfill_policy=backfill_policy(stream.max_partitions_per_run),
+        group_name=spec.name,
+        kinds={"spark", "iceberg"},
+        owners=[spec.owner],
+        description=(
+            f"Shadow of `{spec.name}` computed by version **{version}**{active}: {version_spec.description} "
+            f"Transform `{version_spec.transform}` over the `{stream.name}` events of the range, written to "
+            f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then checked "
+            "per hour bucket against the events. Consumers never read it; production is promoted from it."
+        ),
+        metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
+        check_specs=[
+            AssetCheckSpec(ROW_COUNTS, asset=key, blocking=True, description="rows per bucket vs the events"),
+            AssetCheckSpec(CHECKSUMS, asset=key, blocking=True, description="sums per bucket vs the events"),
+            AssetCheckSpec(SCHEMA, asset=key, blocking=True, description=f"pandera model of {version}"),
+            AssetCheckSpec(DIVERGENCE, asset=key, blocking=True, description="rows differing from production"),
+        ],
+    )
+    def _shadow(context: AssetExecutionContext, config: ShadowConfig, spark: SparkIcebergResource) -> MaterializeResult:
+        session = spark.spark_session
+        start, end, days = window_days(context)
+        window = context.partition_time_window
+        events = session.table(events_table(session, stream)).where(in_range("event_time", window.start, window.end))
+        output = conform(version_spec.load_transform()(events), spec, version)
+        target = shadow_table(session, spec, version)
+        ensure_dataset_table(session, spec, target)
+        properties = {**run_properties(context), "backfill_platform.dataset-version": version}
+        snapshot = replace_range(output, target, spec.partition_column, start, end, properties)
+
+        shadow = read_range(session, target, spec, start, end, snapshot)
+        production = read_range(session, production_table(session, spec), spec, start, end)
+        tag = context.run.tags.get(MAX_DIVERGENCE_TAG)
+        max_ratio = config.max_divergence_ratio if config.max_divergence_ratio is not None else (float(tag) if tag else None)
+        validation = validate_shadow(key, spec, version, events, shadow, production, days, max_ratio)
+        fingerprints = partition_fingerprints(shadow, spec, [date.fromisoformat(d) for d in days])
+        record_validation(session, context, spec, stream, version, snapshot, validation, fingerprints)
+
+        for day in days:
+            rows, _ = fingerprints[day]
+            context.log_event(
+                AssetObservation(
+                    asset_key=key,
+                    partition=day,
+                    metadata={
+                        "rows": rows,
+                        "checks_passed": validation.passed(day),
+                        "diverging_rows": validation.divergence.partitions[day].diverging,
+                        **{
+                            f"sum_{r.column}": sum(f.sums[r.column] for b, f in validation.actual.items() if b[0] == day)
+                            for r in spec.reconciliation
+                        },
+                    },
+                )
+            )
+        failed_days = [d for d in days if not validation.passed(d)]
+        return MaterializeResult(
+            metadata={
+                "table": target,
+                "snapshot_id": str(snapshot),
+                "rows": sum(f[0] for f in fingerprints.values()),
+                "partitions_failing_checks": len(failed_days),
+                "check_digest": validation.digest,
+            },
+            check_results=validation.results,
+        )
+
+    return _shadow
+
+
+def record_validation(
+    spark,
+    context: AssetExecutionContext,
+    spec: DatasetSpec,
+    stream: StreamSpec,
+    version: str,
+    snapshot: int | None,
+    validation: ShadowValidation,
+    fingerprints: dict[str, tuple[int, str]],
+) -> None:
+    """One ledger row per partition: the ingestion it came from, what the shadow holds, the verdicts."""
+    days = [date.fromisoformat(d) for d in validation.days]
+    ingestions = latest_ingestions(spark, stream.name, days)
+    recorded = now()
+    rows = []
+    for day in validation.days:
+        ingestion = ingestions.get(day, {})
+        rows.append(
+            LedgerRow(
+                dataset=spec.name,
+                version=version,
+                partition=date.fromisoformat(day),
+                run_id=context.run.run_id,
+                recorded_at=recorded,
+                stream=stream.name,
+                backfill_id=context.run.tags.get(BACKFILL_TAG),
+                reason=context.run.tags.get(REASON_TAG),
+                archive_files=ingestion.get("archive_files"),
+                records=ingestion.get("records"),
+                events_written=ingestion.get("written"),
+                duplicates=ingestion.get("duplicates"),
+                quarantined=ingestion.get("quarantined"),
+                late=ingestion.get("late"),
+                shadow_snapshot_id=snapshot,
+                shadow_rows=fingerprints[day][0],
+                shadow_row_hash=fingerprints[day][1],
+                checks_passed=validation.passed(day),
+                failed_checks=",".join(validation.failed.get(day, [])) or None,
+                check_digest=validation.digest,
+                diverging_rows=validation.divergence.partitions[day].diverging,
+            )
+        )
+    append(spark, rows, LedgerRow)
+
+
+

@@ -1,0 +1,90 @@
+"""Divergence of a candidate table against production, by key: only in one side, or changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.validation.markdown import markdown_table
+
+SAMPLE_ROWS = 20
+
+
+@dataclass
+class PartitionDivergence:
+    candidate_rows: int = 0
+    production_rows: int = 0
+    only_in_candidate: int = 0
+    only_in_production: int = 0
+    changed: int = 0
+
+    @property
+    def diverging(self) -> int:
+        return self.only_in_candidate + self.only_in_production + self.changed
+
+    @property
+    def ratio(self) -> float:
+        base = max(self.candidate_rows, self.production_rows)
+        return self.diverging / base if base else 0.0
+
+
+@dataclass
+class Divergence:
+    partitions: dict[str, PartitionDivergence] = field(default_factory=dict)
+    sample_markdown: str = ""
+
+    @property
+    def diverging(self) -> int:
+        return sum(p.diverging for p in self.partitions.values())
+
+    @property
+    def ratio(self) -> float:
+        base = sum(max(p.candidate_rows, p.production_rows) for p in self.partitions.values())
+        return self.diverging / base if base else 0.0
+
+
+def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days: list[str]) -> Divergence:
+    """Full outer join on the key columns, counted per partition, with a sample of differing rows."""
+    keys, values = spec.key_columns, spec.value_columns
+    c = candidate.select(*keys, F.struct(*values).alias("_c"))
+    p = production.select(*keys, F.struct(*values).alias("_p"))
+    joined = c.join(p, on=keys, how="full_outer").withColumn(
+        "_kind",
+        F.when(F.col("_p").isNull(), "only_in_candidate")
+        .when(F.col("_c").isNull(), "only_in_production")
+        .when(~F.col("_c").eqNullSafe(F.col("_p")), "changed")
+        .otherwise("same"),
+    )
+    kinds = ("only_in_candidate", "only_in_production", "changed")
+    rows = (
+        joined.groupBy(F.col(spec.partition_column).alias("day"))
+        .agg(
+            F.count(F.col("_c")).alias("candidate_rows"),
+            F.count(F.col("_p")).alias("production_rows"),
+            *(F.count(F.when(F.col("_kind") == k, 1)).alias(k) for k in kinds),
+        )
+        .collect()
+    )
+    result = Divergence(partitions={day: PartitionDivergence() for day in days})
+    for row in rows:
+        result.partitions[row["day"].isoformat()] = PartitionDivergence(
+            **{name: row[name] for name in ("candidate_rows", "production_rows", *kinds)}
+        )
+    if result.diverging:
+        sample = (
+            joined.where(F.col("_kind") != "same")
+            .orderBy(*keys)
+            .limit(SAMPLE_ROWS)
+            .select(
+                "_kind",
+                *keys,
+                *(F.col(f"_p.{v}").alias(f"prod_{v}") for v in values),
+                *(F.col(f"_c.{v}").alias(f"new_{v}") for v in values),
+            )
+            .collect()
+        )
+        result.sample_markdown = markdown_table(list(sample[0].asDict()), [list(r) for r in sample])
+    return result
