@@ -11,8 +11,8 @@ import pytest
 from backfill_platform import settings
 
 START = date(2026, 10, 1)
-DAYS = 3
-EVENTS_PER_DAY = 3000
+DAYS = 5
+EVENTS_PER_DAY = 2000
 
 
 @pytest.fixture(scope="session")
@@ -61,3 +61,29 @@ def truth(data_dir: Path) -> dict:
 
     config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=11)
     return generate_playback_archive(data_dir / "archive" / "playback", config)
+
+
+def range_tags(first: date, last: date, **extra: str) -> dict[str, str]:
+    return {
+        "dagster/asset_partition_range_start": first.isoformat(),
+        "dagster/asset_partition_range_end": last.isoformat(),
+        **extra,
+    }
+
+
+@pytest.fixture(scope="session")
+def events_materialized(truth, playback, spark_resource):
+    """The whole generated range materialized through Dagster, in one run."""
+    from datetime import timedelta
+
+    from dagster import materialize
+
+    from backfill_platform.events.assets import build_events_asset
+
+    result = materialize(
+        [build_events_asset(playback)],
+        resources={"spark": spark_resource},
+        tags=range_tags(START, START + timedelta(days=DAYS - 1)),
+    )
+    assert result.success
+    return result

@@ -5,19 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from dagster import AssetKey, materialize
+from dagster import AssetKey
 from pyspark.sql import functions as F
 
 from backfill_platform.archive.listing import archive_for
-from backfill_platform.events.assets import build_events_asset, events_key
+from backfill_platform.events.assets import events_key
 from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.validation.checksums import checksum
 from backfill_platform_tests.conftest import DAYS, START
 
-RANGE_TAGS = {
-    "dagster/asset_partition_range_start": START.isoformat(),
-    "dagster/asset_partition_range_end": (START + timedelta(days=DAYS - 1)).isoformat(),
-}
 WINDOW = (
     datetime.combine(START, datetime.min.time(), tzinfo=UTC),
     datetime.combine(START + timedelta(days=DAYS), datetime.min.time(), tzinfo=UTC),
@@ -25,11 +21,8 @@ WINDOW = (
 
 
 @pytest.fixture(scope="module")
-def materialized(truth, playback, spark_resource):
-    """The 3-day range materialized through Dagster, in one run."""
-    result = materialize([build_events_asset(playback)], resources={"spark": spark_resource}, tags=RANGE_TAGS)
-    assert result.success
-    return result
+def materialized(events_materialized):
+    return events_materialized
 
 
 def test_range_is_one_run_with_a_materialization_per_partition(materialized):

@@ -11,18 +11,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-_START = F.col("event_type") == "start"
-_STOP = F.col("event_type") == "stop"
-
-
 def _views(events: DataFrame, hour: Column) -> DataFrame:
+    start, stop = F.col("event_type") == "start", F.col("event_type") == "stop"
     return (
-        events.where(_START | _STOP)
+        events.where(start | stop)
         .groupBy(F.to_date("event_time").alias("event_date"), hour.alias("event_hour"), "title_id")
         .agg(
-            F.count(F.when(_START, 1)).alias("views"),
-            F.coalesce(F.sum(F.when(_STOP, F.col("position_sec"))), F.lit(0)).cast("bigint").alias("watch_seconds"),
-            F.countDistinct(F.when(_START, F.col("user_id"))).alias("unique_viewers"),
+            F.count(F.when(start, 1)).alias("views"),
+            F.coalesce(F.sum(F.when(stop, F.col("position_sec"))), F.lit(0)).cast("bigint").alias("watch_seconds"),
+            F.countDistinct(F.when(start, F.col("user_id"))).alias("unique_viewers"),
         )
     )
 

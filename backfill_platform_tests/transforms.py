@@ -1,0 +1,33 @@
+"""Deliberately broken (and one legitimately emptied) versions of views_per_title, for the gate tests."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from backfill_platform.datasets.views_per_title import views_v2
+
+EXCLUDED_DAY = "2026-10-02"
+
+
+def dropped_rows(events: DataFrame) -> DataFrame:
+    """Loses about a tenth of the rows."""
+    return views_v2(events).where(F.xxhash64("title_id", "event_hour") % 10 != 0)
+
+
+def doubled_rows(events: DataFrame) -> DataFrame:
+    """Writes the evening rows twice."""
+    views = views_v2(events)
+    return views.unionByName(views.where(F.col("event_hour") == 20))
+
+
+def altered_aggregate(events: DataFrame) -> DataFrame:
+    """Adds one view to a single row of each day: row counts still match, sums do not."""
+    views = views_v2(events)
+    target = (F.col("event_hour") == 20) & (F.col("title_id") == "t0001")
+    return views.withColumn("views", F.when(target, F.col("views") + 1).otherwise(F.col("views")))
+
+
+def without_excluded_day(events: DataFrame) -> DataFrame:
+    """A fix that excludes one day's events entirely (e.g. found to be test traffic)."""
+    return views_v2(events.where(F.to_date("event_time") != F.lit(EXCLUDED_DAY)))
