@@ -52,5 +52,101 @@ def demo(days: int, events_per_day: int) -> None:
     run_demo(start=date(2026, 10, 1), days=days, events_per_day=events_per_day)
 
 
+def _spark():
+    from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
+
+    return spark_from_env(catalog_from_env()).spark_session
+
+
+def _dataset(name: str):
+    from backfill_platform.specs.loader import load_specs
+
+    datasets = load_specs().datasets
+    if name not in datasets:
+        raise click.BadParameter(
+            f"unknown dataset {name!r}; known: {sorted(datasets)}", param_hint="--dataset"
+        )
+    return datasets[name]
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=160)
+
+
+@main.command()
+@click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
+@click.option("--snapshot", type=int, default=None, help="Promotion snapshot id [the latest not reverted].")
+@click.option("--reason", default="revert", show_default=True, help="Recorded on the revert's snapshot.")
+def revert(dataset: str, snapshot: int | None, reason: str) -> None:
+    """Restore exactly the partitions of one promotion to their previous contents (one commit)."""
+    from backfill_platform.promotion.revert import revert_promotion
+
+    result = revert_promotion(_spark(), _dataset(dataset), snapshot, reason)
+    click.echo(
+        f"reverted promotion {result.promotion_snapshot_id} of {dataset} for [{result.start}, {result.end}): "
+        f"snapshot {result.snapshot_id}, {result.rows_restored:,} rows restored"
+    )
+
+
+@main.command()
+@click.option("--dataset", required=True)
+@click.option(
+    "--from", "source", required=True, help="Existing Iceberg table, e.g. lake.legacy.views_per_title."
+)
+@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First day to adopt.")
+@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+@click.option("--reason", required=True, help="Why this unvalidated data is accepted; recorded.")
+def adopt(dataset: str, source: str, start, end, reason: str) -> None:
+    """Register existing data as production (recorded, unvalidated; never overwrites)."""
+    from backfill_platform.promotion.adopt import adopt as adopt_range
+
+    snapshot = adopt_range(_spark(), _dataset(dataset), source, start.date(), end.date(), reason)
+    click.echo(
+        f"adopted {source} [{start.date()}, {end.date()}) into production {dataset}: snapshot {snapshot}"
+    )
+
+
+@main.command()
+@click.option("--dataset", required=True)
+@click.option("--version", default=None, help="Candidate version [the active one].")
+def divergence(dataset: str, version: str | None) -> None:
+    """Divergence of a candidate version's shadow against production over all history."""
+    from backfill_platform.promotion.cutover import history_divergence
+    from backfill_platform.report import divergence_table
+
+    spec = _dataset(dataset)
+    candidate = version or spec.active_version
+    result = history_divergence(_spark(), spec, candidate)
+    console = _console()
+    console.print(divergence_table(f"{dataset}: {candidate} shadow vs production", result))
+    console.print(f"{result.diverging:,} diverging rows ({result.ratio:.2%})")
+    if result.sample_markdown:
+        console.print(result.sample_markdown)
+
+
+@main.command("drop-shadow")
+@click.option("--dataset", required=True)
+@click.option("--version", required=True)
+@click.confirmation_option(prompt="Drop this shadow table and its files?")
+def drop_shadow_command(dataset: str, version: str) -> None:
+    """Drop the shadow table of a retired (non-active) version."""
+    from backfill_platform.promotion.cutover import drop_shadow
+
+    click.echo(f"dropped {drop_shadow(_spark(), _dataset(dataset), version)}")
+
+
+@main.command("ledger")
+@click.option("--dataset", required=True)
+@click.option("--version", default=None, help="[the active one]")
+def ledger_command(dataset: str, version: str | None) -> None:
+    """Per-day audit trail of a dataset version, read from the ledger."""
+    from backfill_platform.report import promotion_report
+
+    spec = _dataset(dataset)
+    _console().print(promotion_report(_spark(), dataset, version or spec.active_version))
+
+
 if __name__ == "__main__":
     main()

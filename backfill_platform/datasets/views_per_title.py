@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+
 def _views(events: DataFrame, hour: Column) -> DataFrame:
     start, stop = F.col("event_type") == "start", F.col("event_type") == "stop"
     return (
@@ -18,7 +19,9 @@ def _views(events: DataFrame, hour: Column) -> DataFrame:
         .groupBy(F.to_date("event_time").alias("event_date"), hour.alias("event_hour"), "title_id")
         .agg(
             F.count(F.when(start, 1)).alias("views"),
-            F.coalesce(F.sum(F.when(stop, F.col("position_sec"))), F.lit(0)).cast("bigint").alias("watch_seconds"),
+            F.coalesce(F.sum(F.when(stop, F.col("position_sec"))), F.lit(0))
+            .cast("bigint")
+            .alias("watch_seconds"),
             F.countDistinct(F.when(start, F.col("user_id"))).alias("unique_viewers"),
         )
     )

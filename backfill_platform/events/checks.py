@@ -36,8 +36,6 @@ def _counts_by_day(
     return {row["day"].isoformat(): row["count"] for row in rows}
 
 
-
-
 def reconciliation_check(
     spark: SparkSession, spec: StreamSpec, key: AssetKey, result: IngestResult, start: datetime, end: datetime
 ) -> AssetCheckResult:

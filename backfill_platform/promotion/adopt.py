@@ -24,18 +24,31 @@ class AdoptRefused(RuntimeError):
 
 
 def adopt(
-    spark: SparkSession, spec: DatasetSpec, source_table: str, start: date, end: date, reason: str, by: str = "cli"
+    spark: SparkSession,
+    spec: DatasetSpec,
+    source_table: str,
+    start: date,
+    end: date,
+    reason: str,
+    by: str = "cli",
 ) -> int | None:
     """Register [start, end) of `source_table` as production; return the production snapshot id."""
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)
     occupied = sorted(
         r[0].isoformat()
-        for r in read_range(spark, target, spec, start, end).select(spec.partition_column).distinct().collect()
+        for r in read_range(spark, target, spec, start, end)
+        .select(spec.partition_column)
+        .distinct()
+        .collect()
     )
     if occupied:
-        raise AdoptRefused(f"production {spec.name} already has data for {occupied}; adopt never overwrites it")
-    source = conform(spark.table(source_table).where(in_range(spec.partition_column, start, end)), spec, "adopted")
+        raise AdoptRefused(
+            f"production {spec.name} already has data for {occupied}; adopt never overwrites it"
+        )
+    source = conform(
+        spark.table(source_table).where(in_range(spec.partition_column, start, end)), spec, "adopted"
+    )
     writer = source.writeTo(target)
     properties = {
         ACTION: "adopt",
@@ -77,6 +90,3 @@ def adopt(
         LedgerRow,
     )
     return snapshot
-
-
-

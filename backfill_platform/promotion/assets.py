@@ -78,7 +78,9 @@ def build_production_asset(spec: DatasetSpec, stream: StreamSpec) -> AssetsDefin
                     severity=AssetCheckSeverity.ERROR,
                     metadata={
                         "buckets_differing": len(mismatches),
-                        "differences": MetadataValue.md(markdown_table(["day", "hour", "difference"], mismatches[:20])),
+                        "differences": MetadataValue.md(
+                            markdown_table(["day", "hour", "difference"], mismatches[:20])
+                        ),
                     },
                 )
             ],

@@ -33,11 +33,15 @@ def check_gate(
         if record is None:
             problems.append(f"{day}: the checks of shadow {version} never ran")
         elif not record["checks_passed"]:
-            problems.append(f"{day}: blocking checks failed ({record['failed_checks']}) in run {record['run_id']}")
+            problems.append(
+                f"{day}: blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
+            )
         elif (record["shadow_rows"], record["shadow_row_hash"]) != current[day]:
             problems.append(f"{day}: the shadow changed after its validation in run {record['run_id']}")
     if problems:
         raise PromotionRefused(
-            f"refusing to promote {spec.name} {version}: " + "; ".join(problems) + ". Production is unchanged."
+            f"refusing to promote {spec.name} {version}: "
+            + "; ".join(problems)
+            + ". Production is unchanged."
         )
     return validations

@@ -15,7 +15,9 @@ class RevertConfig(Config):
 
 
 @op
-def revert_promotion_op(context: OpExecutionContext, config: RevertConfig, spark: SparkIcebergResource) -> None:
+def revert_promotion_op(
+    context: OpExecutionContext, config: RevertConfig, spark: SparkIcebergResource
+) -> None:
     """Restore exactly the partitions of one promotion to their previous contents, in one commit."""
     spec = load_specs().datasets[config.dataset]
     result = revert_promotion(spark.spark_session, spec, config.snapshot_id, config.reason)

@@ -92,14 +92,19 @@ def promote(
         shadow_snapshot_id=shadow_snapshot,
         rows=shadow.count(),
         mismatched_buckets=compare_buckets(
-            actual_figures(shadow, spec), actual_figures(read_range(spark, target, spec, start, end, snapshot), spec)
+            actual_figures(shadow, spec),
+            actual_figures(read_range(spark, target, spec, start, end, snapshot), spec),
         ),
     )
     update_rows(
         spark,
         spec.name,
         [(version, date.fromisoformat(day), record["run_id"]) for day, record in validations.items()],
-        {"promoted_snapshot_id": snapshot, "promoted_at": now(), "promotion_run_id": (properties or {}).get("dagster.run-id")},
+        {
+            "promoted_snapshot_id": snapshot,
+            "promoted_at": now(),
+            "promotion_run_id": (properties or {}).get("dagster.run-id"),
+        },
     )
     return promotion
 

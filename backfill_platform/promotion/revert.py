@@ -77,7 +77,9 @@ def revert_promotion(
     # Compare contents rather than trusting commit metadata: any later change to these partitions,
     # by whatever writer, would be undone by the restore.
     days = days_between(start, end)
-    promoted = partition_fingerprints(read_range(spark, target, spec, start, end, promotion["snapshot_id"]), spec, days)
+    promoted = partition_fingerprints(
+        read_range(spark, target, spec, start, end, promotion["snapshot_id"]), spec, days
+    )
     current = partition_fingerprints(read_range(spark, target, spec, start, end), spec, days)
     changed = [day for day in promoted if promoted[day] != current[day]]
     if changed:

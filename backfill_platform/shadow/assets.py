@@ -88,14 +88,20 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
             AssetCheckSpec(ROW_COUNTS, asset=key, blocking=True, description="rows per bucket vs the events"),
             AssetCheckSpec(CHECKSUMS, asset=key, blocking=True, description="sums per bucket vs the events"),
             AssetCheckSpec(SCHEMA, asset=key, blocking=True, description=f"pandera model of {version}"),
-            AssetCheckSpec(DIVERGENCE, asset=key, blocking=True, description="rows differing from production"),
+            AssetCheckSpec(
+                DIVERGENCE, asset=key, blocking=True, description="rows differing from production"
+            ),
         ],
     )
-    def _shadow(context: AssetExecutionContext, config: ShadowConfig, spark: SparkIcebergResource) -> MaterializeResult:
+    def _shadow(
+        context: AssetExecutionContext, config: ShadowConfig, spark: SparkIcebergResource
+    ) -> MaterializeResult:
         session = spark.spark_session
         start, end, days = window_days(context)
         window = context.partition_time_window
-        events = session.table(events_table(session, stream)).where(in_range("event_time", window.start, window.end))
+        events = session.table(events_table(session, stream)).where(
+            in_range("event_time", window.start, window.end)
+        )
         output = conform(version_spec.load_transform()(events), spec, version)
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
@@ -105,7 +111,11 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         shadow = read_range(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
         tag = context.run.tags.get(MAX_DIVERGENCE_TAG)
-        max_ratio = config.max_divergence_ratio if config.max_divergence_ratio is not None else (float(tag) if tag else None)
+        max_ratio = (
+            config.max_divergence_ratio
+            if config.max_divergence_ratio is not None
+            else (float(tag) if tag else None)
+        )
         validation = validate_shadow(key, spec, version, events, shadow, production, days, max_ratio)
         fingerprints = partition_fingerprints(shadow, spec, [date.fromisoformat(d) for d in days])
         record_validation(session, context, spec, stream, version, snapshot, validation, fingerprints)
@@ -121,7 +131,9 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
                         "checks_passed": validation.passed(day),
                         "diverging_rows": validation.divergence.partitions[day].diverging,
                         **{
-                            f"sum_{r.column}": sum(f.sums[r.column] for b, f in validation.actual.items() if b[0] == day)
+                            f"sum_{r.column}": sum(
+                                f.sums[r.column] for b, f in validation.actual.items() if b[0] == day
+                            )
                             for r in spec.reconciliation
                         },
                     },
@@ -185,6 +197,3 @@ def record_validation(
             )
         )
     append(spark, rows, LedgerRow)
-
-
-

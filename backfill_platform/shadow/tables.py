@@ -44,7 +44,12 @@ def conform(df: DataFrame, spec: DatasetSpec, version: str) -> DataFrame:
 
 
 def read_range(
-    spark: SparkSession, identifier: str, spec: DatasetSpec, start: date, end: date, snapshot_id: int | None = None
+    spark: SparkSession,
+    identifier: str,
+    spec: DatasetSpec,
+    start: date,
+    end: date,
+    snapshot_id: int | None = None,
 ) -> DataFrame:
     """Rows of [start, end) of a dataset table, at a pinned snapshot when given (empty if no table)."""
     if not table_exists(spark, identifier):

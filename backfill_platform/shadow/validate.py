@@ -45,14 +45,14 @@ class ShadowValidation:
     @property
     def digest(self) -> str:
         """A short fingerprint of every verdict and number, recorded on the promotion snapshot."""
-        payload = [(r.check_name, r.passed, {k: str(v.value) for k, v in r.metadata.items()}) for r in self.results]
+        payload = [
+            (r.check_name, r.passed, {k: str(v.value) for k, v in r.metadata.items()}) for r in self.results
+        ]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _per_partition(days: list[str], bad: dict[Bucket, str], checked: set[Bucket]) -> list[list[object]]:
-    return [
-        [day, sum(1 for b in checked if b[0] == day), sum(1 for b in bad if b[0] == day)] for day in days
-    ]
+    return [[day, sum(1 for b in checked if b[0] == day), sum(1 for b in bad if b[0] == day)] for day in days]
 
 
 def row_count_check(key: AssetKey, days, expected, actual, validation: ShadowValidation) -> AssetCheckResult:
@@ -81,7 +81,10 @@ def row_count_check(key: AssetKey, days, expected, actual, validation: ShadowVal
                 markdown_table(["partition", "buckets", "failed"], _per_partition(days, bad, buckets))
             ),
             "failed_buckets": MetadataValue.md(
-                markdown_table(["day", "hour", "problem"], [[d, h, p] for (d, h), p in list(bad.items())[:SAMPLE_BUCKETS]])
+                markdown_table(
+                    ["day", "hour", "problem"],
+                    [[d, h, p] for (d, h), p in list(bad.items())[:SAMPLE_BUCKETS]],
+                )
             ),
         },
     )
@@ -116,17 +119,24 @@ def checksum_check(key: AssetKey, spec: DatasetSpec, days, expected, actual, val
             "key_hash_sum": str(key_hash),
             "row_hash_sum": str(sum(int(f.row_hash) for f in actual.values())),
             "failed_buckets": MetadataValue.md(
-                markdown_table(["day", "hour", "difference"], [[d, h, p] for (d, h), p in list(bad.items())[:SAMPLE_BUCKETS]])
+                markdown_table(
+                    ["day", "hour", "difference"],
+                    [[d, h, p] for (d, h), p in list(bad.items())[:SAMPLE_BUCKETS]],
+                )
             ),
         },
     )
 
 
-def schema_check(key: AssetKey, spec: DatasetSpec, version: str, shadow: DataFrame, validation) -> AssetCheckResult:
+def schema_check(
+    key: AssetKey, spec: DatasetSpec, version: str, shadow: DataFrame, validation
+) -> AssetCheckResult:
     from backfill_platform.specs.common import FIELD_TYPES
 
     columns = [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
-    outcome = validate_schema(shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns)))
+    outcome = validate_schema(
+        shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns))
+    )
     if not outcome.passed:
         validation.fail(SCHEMA, validation.days)
     return AssetCheckResult(
@@ -142,7 +152,12 @@ def schema_check(key: AssetKey, spec: DatasetSpec, version: str, shadow: DataFra
 
 
 def divergence_check(
-    key: AssetKey, spec: DatasetSpec, shadow: DataFrame, production: DataFrame, max_ratio: float | None, validation
+    key: AssetKey,
+    spec: DatasetSpec,
+    shadow: DataFrame,
+    production: DataFrame,
+    max_ratio: float | None,
+    validation,
 ) -> AssetCheckResult:
     """Rows only in the shadow, only in production, or changed; blocking only above a launched bound."""
     result = compare(shadow, production, spec, validation.days)
@@ -150,7 +165,15 @@ def divergence_check(
     over = [day for day, p in result.partitions.items() if max_ratio is not None and p.ratio > max_ratio]
     validation.fail(DIVERGENCE, over)
     rows = [
-        [day, p.candidate_rows, p.production_rows, p.only_in_candidate, p.only_in_production, p.changed, f"{p.ratio:.2%}"]
+        [
+            day,
+            p.candidate_rows,
+            p.production_rows,
+            p.only_in_candidate,
+            p.only_in_production,
+            p.changed,
+            f"{p.ratio:.2%}",
+        ]
         for day, p in sorted(result.partitions.items())
     ]
     return AssetCheckResult(
@@ -159,17 +182,23 @@ def divergence_check(
         passed=not over if max_ratio is not None else result.diverging == 0,
         severity=AssetCheckSeverity.ERROR if max_ratio is not None else AssetCheckSeverity.WARN,
         description=(
-            f"blocking above {max_ratio:.2%} of rows per partition" if max_ratio is not None else "warning only"
+            f"blocking above {max_ratio:.2%} of rows per partition"
+            if max_ratio is not None
+            else "warning only"
         ),
         metadata={
             "diverging_rows": result.diverging,
             "ratio": MetadataValue.float(result.ratio),
-            "max_ratio": MetadataValue.float(max_ratio) if max_ratio is not None else MetadataValue.text("none"),
+            "max_ratio": MetadataValue.float(max_ratio)
+            if max_ratio is not None
+            else MetadataValue.text("none"),
             "only_in_shadow": sum(p.only_in_candidate for p in result.partitions.values()),
             "only_in_production": sum(p.only_in_production for p in result.partitions.values()),
             "changed": sum(p.changed for p in result.partitions.values()),
             "by_partition": MetadataValue.md(
-                markdown_table(["partition", "shadow", "prod", "only shadow", "only prod", "changed", "ratio"], rows)
+                markdown_table(
+                    ["partition", "shadow", "prod", "only shadow", "only prod", "changed", "ratio"], rows
+                )
             ),
             "sample": MetadataValue.md(result.sample_markdown or "no differences"),
         },

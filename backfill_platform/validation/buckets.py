@@ -51,7 +51,9 @@ def expected_from_events(events: DataFrame, spec: DatasetSpec) -> dict[Bucket, B
             bucket = (row["day"].isoformat(), int(row["hour"]))
             values[bucket].update({alias: int(row[alias] or 0) for alias, _ in aggregates})
     return {
-        bucket: BucketFigures(rows=v.get("_rows", 0), sums={r.column: v.get(r.column, 0) for r in spec.reconciliation})
+        bucket: BucketFigures(
+            rows=v.get("_rows", 0), sums={r.column: v.get(r.column, 0) for r in spec.reconciliation}
+        )
         for bucket, v in values.items()
     }
 
@@ -81,7 +83,9 @@ def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFi
     }
 
 
-def partition_fingerprints(table: DataFrame, spec: DatasetSpec, days: list[date]) -> dict[str, tuple[int, str]]:
+def partition_fingerprints(
+    table: DataFrame, spec: DatasetSpec, days: list[date]
+) -> dict[str, tuple[int, str]]:
     """(rows, row hash sum) per partition; an empty partition is (0, '0')."""
     rows = (
         table.groupBy(F.col(spec.partition_column).alias("day"))
