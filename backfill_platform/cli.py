@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -52,6 +54,19 @@ def demo(days: int, events_per_day: int) -> None:
     run_demo(start=date(2026, 10, 1), days=days, events_per_day=events_per_day)
 
 
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A refusal of the platform is an answer, not a crash: print it and exit non-zero."""
+    from backfill_platform.promotion.adopt import AdoptRefused
+    from backfill_platform.promotion.gate import PromotionRefused
+    from backfill_platform.promotion.revert import RevertRefused
+
+    try:
+        yield
+    except (AdoptRefused, PromotionRefused, RevertRefused, ValueError) as refusal:
+        raise click.ClickException(str(refusal)) from refusal
+
+
 def _spark():
     from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 
@@ -83,7 +98,8 @@ def revert(dataset: str, snapshot: int | None, reason: str) -> None:
     """Restore exactly the partitions of one promotion to their previous contents (one commit)."""
     from backfill_platform.promotion.revert import revert_promotion
 
-    result = revert_promotion(_spark(), _dataset(dataset), snapshot, reason)
+    with _refusals():
+        result = revert_promotion(_spark(), _dataset(dataset), snapshot, reason)
     click.echo(
         f"reverted promotion {result.promotion_snapshot_id} of {dataset} for [{result.start}, {result.end}): "
         f"snapshot {result.snapshot_id}, {result.rows_restored:,} rows restored"
@@ -102,7 +118,8 @@ def adopt(dataset: str, source: str, start, end, reason: str) -> None:
     """Register existing data as production (recorded, unvalidated; never overwrites)."""
     from backfill_platform.promotion.adopt import adopt as adopt_range
 
-    snapshot = adopt_range(_spark(), _dataset(dataset), source, start.date(), end.date(), reason)
+    with _refusals():
+        snapshot = adopt_range(_spark(), _dataset(dataset), source, start.date(), end.date(), reason)
     click.echo(
         f"adopted {source} [{start.date()}, {end.date()}) into production {dataset}: snapshot {snapshot}"
     )
@@ -134,7 +151,8 @@ def drop_shadow_command(dataset: str, version: str) -> None:
     """Drop the shadow table of a retired (non-active) version."""
     from backfill_platform.promotion.cutover import drop_shadow
 
-    click.echo(f"dropped {drop_shadow(_spark(), _dataset(dataset), version)}")
+    with _refusals():
+        click.echo(f"dropped {drop_shadow(_spark(), _dataset(dataset), version)}")
 
 
 @main.command("ledger")

@@ -56,7 +56,7 @@ def playback(specs):
 
 @pytest.fixture(scope="session")
 def truth(data_dir: Path) -> dict:
-    """A small generated playback archive (3 days) and the generator's exact truth for it."""
+    """A small generated playback archive (DAYS days) and the generator's exact truth for it."""
     from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
 
     config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=11)

@@ -45,6 +45,9 @@ class IcebergCatalogResource(ConfigurableResource):
             f"{prefix}.uri": self.jdbc_uri,
             f"{prefix}.warehouse": self.warehouse,
             f"{prefix}.jdbc.schema-version": "V1",
+            # Several processes (runs, the CLI, the UI) commit to the same tables: always read the
+            # current metadata, so a gate never decides on a stale snapshot.
+            f"{prefix}.cache-enabled": "false",
         }
         if self.jdbc_uri.startswith("jdbc:sqlite:"):
             # Without WAL a MERGE after any df.cache() fails with SQLITE_BUSY (see the stack notes).
