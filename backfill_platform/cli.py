@@ -67,10 +67,20 @@ def _refusals() -> Iterator[None]:
         raise click.ClickException(str(refusal)) from refusal
 
 
+@main.command()
+@click.option("--days", type=int, default=3, show_default=True)
+@click.option("--events-per-day", type=int, default=200_000, show_default=True)
+def bench(days: int, events_per_day: int) -> None:
+    """Measure events/s of the events step and of the whole validated backfill (in data/bench)."""
+    from backfill_platform.bench import run_bench
+
+    run_bench(days, events_per_day)
+
+
 def _spark():
     from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 
-    return spark_from_env(catalog_from_env()).spark_session
+    return spark_from_env(catalog_from_env(for_dagster=False)).spark_session
 
 
 def _dataset(name: str):

@@ -22,3 +22,18 @@ def test_definitions_load_with_archive_to_events_lineage(data_dir):
     checks = {key.name for key in graph.asset_check_keys if key.asset_key == events}
     assert checks == {"reconciliation", "quarantine_ratio", "schema"}
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == events)
+
+
+def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
+    definitions = defs()
+    graph = definitions.resolve_asset_graph()
+    events = AssetKey(["raw", "playback_events"])
+    v1, v2 = AssetKey(["shadow", "views_per_title__v1"]), AssetKey(["shadow", "views_per_title__v2"])
+    production = AssetKey(["prod", "views_per_title"])
+    assert graph.get(v1).parent_keys == graph.get(v2).parent_keys == {events}
+    assert graph.get(production).parent_keys == {v2}  # active_version: v2
+    shadow_checks = {k.name for k in graph.asset_check_keys if k.asset_key == v2}
+    assert shadow_checks == {"row_counts_per_bucket", "checksums_per_bucket", "schema", "divergence_vs_production"}
+    assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == v2)
+    assert {k.name for k in graph.asset_check_keys if k.asset_key == production} == {"promotion_verified"}
+    assert definitions.get_job_def("revert_promotion_job") is not None

@@ -10,12 +10,12 @@ from dagster import materialize
 from pyspark.sql import functions as F
 
 from backfill_platform.datasets.legacy import write_legacy_table
-from backfill_platform.lakehouse.tables import current_snapshot_id, snapshot_summary
+from backfill_platform.lakehouse.tables import current_snapshot_id, replace_range, snapshot_summary
 from backfill_platform.ledger.ledger import ledger
 from backfill_platform.promotion.adopt import AdoptRefused, adopt
 from backfill_platform.promotion.assets import build_production_asset
 from backfill_platform.promotion.gate import PromotionRefused
-from backfill_platform.promotion.promote import promote
+from backfill_platform.promotion.promote import fence_options, promote
 from backfill_platform.promotion.revert import RevertRefused, revert_promotion
 from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.shadow.tables import production_table, read_range, shadow_table
@@ -261,3 +261,18 @@ def test_a_partition_that_becomes_empty_is_emptied_in_production(ready, spark, s
     ).success
     by_day = {r[0].isoformat(): r[1] for r in spark.table(table).groupBy("event_date").count().collect()}
     assert EXCLUDED_DAY not in by_day and by_day[D1.isoformat()] > 0 and by_day[D3.isoformat()] > 0
+
+
+def test_a_promotion_based_on_a_stale_view_of_production_is_refused(ready, spark, spark_resource, playback):
+    """The fence: a commit that read production before another promotion of the same days cannot land."""
+    spec = dataset("views_fence")
+    assets = [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)]
+    assert run(spark_resource, assets, D1, D1).success
+    table = production_table(spark, spec)
+    seen = current_snapshot_id(spark, table)
+    assert run(spark_resource, assets, D1, D1).success  # a concurrent writer promotes the same day
+    after = prod_state(spark, spec)
+    stale = read_range(spark, shadow_table(spark, spec, "v2"), spec, D1, D2)
+    with pytest.raises(Exception, match=r"(?i)conflict|validation|found new"):
+        replace_range(stale, table, spec.partition_column, D1, D2, {"test": "stale"}, options=fence_options(seen))
+    assert prod_state(spark, spec) == after

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, EnvVar
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
@@ -109,14 +109,22 @@ class SparkIcebergResource(LazyPySparkResource):
             self._spark_session.sparkContext.setLogLevel("ERROR")
 
 
-def catalog_from_env() -> IcebergCatalogResource:
+def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
+    """The catalog of the current tier. In Dagster the password stays an `EnvVar`, resolved per run;
+    outside Dagster (the CLI) it is read from the environment directly."""
     data = settings.data_dir()
+    password_var = "BACKFILL_PLATFORM_CATALOG_PASSWORD"
+    password = (
+        (EnvVar(password_var) if for_dagster else os.environ[password_var])
+        if os.environ.get(password_var)
+        else None
+    )
     return IcebergCatalogResource(
         name=settings.env_or(settings.CATALOG_NAME_ENV, "lake"),
         jdbc_uri=settings.env_or(settings.CATALOG_JDBC_URI_ENV, f"jdbc:sqlite:{data}/catalog.db"),
         sql_uri=settings.env_or(settings.CATALOG_SQL_URI_ENV, f"sqlite:///{data}/catalog.db"),
         warehouse=settings.env_or(settings.WAREHOUSE_ENV, f"file://{data}/warehouse"),
-        jdbc_password=os.environ.get("BACKFILL_PLATFORM_CATALOG_PASSWORD") or None,
+        jdbc_password=password,
         jdbc_user=os.environ.get("BACKFILL_PLATFORM_CATALOG_USER") or None,
     )
 
