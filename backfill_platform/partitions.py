@@ -7,7 +7,7 @@ partitions; everything else imports these definitions.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from dagster import (
     BackfillPolicy,
@@ -44,3 +44,8 @@ def backfill_policy(max_partitions_per_run: int | None) -> BackfillPolicy:
     if max_partitions_per_run:
         return BackfillPolicy.multi_run(max_partitions_per_run)
     return BackfillPolicy.single_run()
+
+
+def days_between(start: date, end: date) -> list[date]:
+    """The days d with start <= d < end."""
+    return [start + timedelta(days=i) for i in range((end - start).days)]

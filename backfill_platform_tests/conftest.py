@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import time
 from datetime import date
 from pathlib import Path
 
 import pytest
 
 from backfill_platform import settings
+
+# PySpark hands timestamps to Python as naive local time; the platform and its tests speak UTC.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 START = date(2026, 10, 1)
 DAYS = 5

@@ -33,7 +33,13 @@ def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
     assert graph.get(v1).parent_keys == graph.get(v2).parent_keys == {events}
     assert graph.get(production).parent_keys == {v2}  # active_version: v2
     shadow_checks = {k.name for k in graph.asset_check_keys if k.asset_key == v2}
-    assert shadow_checks == {"row_counts_per_bucket", "checksums_per_bucket", "schema", "divergence_vs_production"}
+    assert shadow_checks == {
+        "events_validated",
+        "row_counts_per_bucket",
+        "checksums_per_bucket",
+        "schema",
+        "divergence_vs_production",
+    }
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == v2)
     assert {k.name for k in graph.asset_check_keys if k.asset_key == production} == {"promotion_verified"}
     assert definitions.get_job_def("revert_promotion_job") is not None

@@ -161,3 +161,20 @@ def test_conflicting_payloads_are_counted_separately(tmp_path, spark):
     figures = result.partitions["2026-10-01"]
     assert (figures.written, figures.duplicates, figures.conflicting_ids) == (1, 1, 1)
     assert events(spark, spec)["dup"]["position_sec"] == 7  # the earliest delivery wins
+
+
+def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path, spark):
+    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    raw["name"] = f"case_{next(_names)}"
+    raw["archive"]["location"] = str(tmp_path / "my archive")
+    raw["archive"]["layout"] = "dt=%Y-%m-%d/hour=%H"
+    spec = StreamSpec.model_validate(raw)
+    deliver(
+        spec,
+        datetime(2026, 10, 1, 7, tzinfo=UTC),
+        [v1("a", datetime(2026, 10, 1, 7, 5, tzinfo=UTC))],
+        name="p+1%",
+    )
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    assert result.partitions["2026-10-01"].written == 1
+    assert events(spark, spec)["a"]["_source_file"] == "dt=2026-10-01/hour=07/p+1%.jsonl.gz"

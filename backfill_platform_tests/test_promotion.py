@@ -10,7 +10,12 @@ from dagster import materialize
 from pyspark.sql import functions as F
 
 from backfill_platform.datasets.legacy import write_legacy_table
-from backfill_platform.lakehouse.tables import current_snapshot_id, replace_range, snapshot_summary
+from backfill_platform.lakehouse.tables import (
+    current_snapshot_id,
+    replace_range,
+    snapshot_summary,
+    table_exists,
+)
 from backfill_platform.ledger.ledger import ledger
 from backfill_platform.promotion.adopt import AdoptRefused, adopt
 from backfill_platform.promotion.assets import build_production_asset
@@ -274,5 +279,27 @@ def test_a_promotion_based_on_a_stale_view_of_production_is_refused(ready, spark
     after = prod_state(spark, spec)
     stale = read_range(spark, shadow_table(spark, spec, "v2"), spec, D1, D2)
     with pytest.raises(Exception, match=r"(?i)conflict|validation|found new"):
-        replace_range(stale, table, spec.partition_column, D1, D2, {"test": "stale"}, options=fence_options(seen))
+        replace_range(
+            stale, table, spec.partition_column, D1, D2, {"test": "stale"}, options=fence_options(seen)
+        )
     assert prod_state(spark, spec) == after
+
+
+def test_promotion_refuses_days_whose_checks_never_ran(ready, spark, spark_resource, playback):
+    spec = dataset("views_partial")
+    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1).success
+    with pytest.raises(PromotionRefused, match=f"{D2.isoformat()}: the checks of shadow v2 never ran"):
+        promote(spark, spec, D1, D3)
+    assert not table_exists(spark, production_table(spark, spec)) or prod_state(spark, spec)[0] is None
+
+
+def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource, playback):
+    """0 rows expected and 0 found would pass every bucket check: the events verdict must gate it."""
+    spec = dataset("views_no_events")
+    assets = [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)]
+    assert run(spark_resource, assets, D1, D1).success
+    before = prod_state(spark, spec)
+    never_ingested = START + timedelta(days=20)
+    result = run(spark_resource, assets, never_ingested, never_ingested)
+    assert not result.success and "events_validated" in failed_checks(result)
+    assert prod_state(spark, spec) == before

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,7 @@ _SUFFIXES = {"gzip": (".jsonl.gz", ".json.gz", ".gz"), "none": (".jsonl", ".json
 
 @dataclass(frozen=True)
 class ArchiveFile:
-    uri: str  # as Spark reports it in input_file_name()
+    path: str  # what Spark reads (a local path, or an object-store URI)
     name: str  # path relative to the archive root
     ingestion_hour: datetime
     size: int
@@ -50,7 +50,7 @@ class LocalArchive:
                 stat = path.stat()
                 files.append(
                     ArchiveFile(
-                        uri=path.resolve().as_uri(),
+                        path=str(path.resolve()),
                         name=str(path.relative_to(self.root)),
                         ingestion_hour=hour,
                         size=stat.st_size,
@@ -86,7 +86,3 @@ def manifest_fingerprint(files: list[ArchiveFile]) -> str:
     for f in sorted(files, key=lambda f: f.name):
         digest.update(f"{f.name}\0{f.size}\0{f.modified_ns}\n".encode())
     return digest.hexdigest()[:16]
-
-
-def utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

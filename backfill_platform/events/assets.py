@@ -1,6 +1,7 @@
 """The events asset of a stream: the archive re-derived into a clean, event-time-partitioned table."""
 
 from dagster import (
+    AssetCheckResult,
     AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
@@ -15,6 +16,7 @@ from dagster import (
 from backfill_platform.archive.assets import archive_key
 from backfill_platform.archive.listing import archive_for
 from backfill_platform.events.checks import (
+    DAYS_FAILED_KEY,
     QUARANTINE_RATIO,
     RECONCILIATION,
     SCHEMA,
@@ -79,12 +81,15 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
                 )
             )
         context.log.info(ingest_report(result))
-        record_ingestions(session, spec, result, context.run.run_id)
         checks = [
             reconciliation_check(session, spec, key, result, window.start, window.end),
             quarantine_ratio_check(spec, key, result),
             schema_check(session, spec, key, window.start, window.end),
         ]
+        # Shadows of later runs only build on days whose events passed these checks (see the ledger).
+        record_ingestions(
+            session, spec, result, context.run.run_id, failing_days(checks, list(result.partitions))
+        )
         return MaterializeResult(
             metadata={
                 "table": events_table(session, spec),
@@ -104,6 +109,18 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
         )
 
     return _events
+
+
+def failing_days(checks: list[AssetCheckResult], days: list[str]) -> dict[str, list[str]]:
+    """Day -> names of the blocking checks that failed for it (a failed schema check fails every day)."""
+    failed: dict[str, list[str]] = {}
+    for check in checks:
+        if check.passed:
+            continue
+        named = check.metadata.get(DAYS_FAILED_KEY)
+        for day in named.value if named is not None else days:
+            failed.setdefault(day, []).append(check.check_name)
+    return failed
 
 
 def partition_metadata(figures) -> dict:

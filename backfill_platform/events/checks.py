@@ -21,6 +21,8 @@ from backfill_platform.validation.schema import pandera_schema, validate_schema
 RECONCILIATION = "reconciliation"
 QUARANTINE_RATIO = "quarantine_ratio"
 SCHEMA = "schema"
+# Metadata key under which a check lists the partitions it failed.
+DAYS_FAILED_KEY = "failed_partitions"
 
 
 def _counts_by_day(
@@ -57,7 +59,7 @@ def reconciliation_check(
         description="records read = written + duplicates + quarantined, per partition (read back)",
         metadata={
             "partitions_checked": len(rows),
-            "unbalanced_partitions": MetadataValue.json(broken),
+            DAYS_FAILED_KEY: MetadataValue.json(broken),
             "records": sum(r[1] for r in rows),
             "written": sum(r[2] for r in rows),
             "by_partition": MetadataValue.md(
@@ -88,7 +90,7 @@ def quarantine_ratio_check(spec: StreamSpec, key: AssetKey, result: IngestResult
         metadata={
             "max_ratio": MetadataValue.float(worst),
             "bound": MetadataValue.float(spec.max_quarantine_ratio),
-            "partitions_over_bound": MetadataValue.json(over),
+            DAYS_FAILED_KEY: MetadataValue.json(over),
             "by_partition": MetadataValue.md(
                 markdown_table(["partition", "read", "quarantined", "ratio"], rows)
             ),

@@ -1,6 +1,6 @@
 """Ingest one event-time window: read the archive hours that can hold it, write events and quarantine.
 
-The window [start, end) reads ingestion hours [start - clock_skew - 1h, end + allowed_lateness), which
+The window [start, end) reads ingestion hours [start - clock_skew - 1h, end + allowed_lateness + 1h), which
 covers every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
 the window in one Iceberg commit, so re-running a window is idempotent.
 """
@@ -16,8 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.archive.listing import HOUR, Archive, ArchiveFile, list_files
-from backfill_platform.events.parse import REASONS, classify_window, parse_records, read_lines
+from backfill_platform.events.parse import REASONS, UNKNOWN_FILE, classify_window, parse_records, read_lines
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
+from backfill_platform.partitions import days_between
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.stream import StreamSpec
 
@@ -44,7 +45,6 @@ class PartitionFigures:
 class IngestResult:
     files: list[ArchiveFile]
     partitions: dict[str, PartitionFigures]
-    lines_read: int
     seconds: float
     events_snapshot_id: int | None
     quarantine_snapshot_id: int | None
@@ -121,6 +121,13 @@ def ingest_window(
     lines = read_lines(spark, files)
     classified = classify_window(parse_records(lines, spec), start, end).persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        unlisted = (
+            classified.where(F.col("_source_file").startswith(UNKNOWN_FILE)).select("_source_file").limit(3)
+        )
+        if unlisted.count():
+            raise RuntimeError(
+                f"read files the archive listing does not name: {[r[0] for r in unlisted.collect()]}"
+            )
         ensure_stream_tables(spark, spec)
         events = classified.where(F.col("_copy") == 1).select(*(name for name, _ in events_columns(spec)))
         events_snapshot = replace_range(
@@ -144,29 +151,20 @@ def ingest_window(
             quarantine, quarantine_table(spark, spec), "attributed_time", start, end, properties
         )
         partitions = _figures(classified, start, end)
+        # Windows of neighbouring days overlap, so per-day file counts do not add up to the run's.
         for day, figures in partitions.items():
             day_start = datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=start.tzinfo)
             low, high = read_window(spec, day_start, day_start + timedelta(days=1))
             figures.archive_files = sum(1 for f in files if low <= f.ingestion_hour < high)
-        lines_read = lines.count()
     finally:
         classified.unpersist()
     return IngestResult(
         files=files,
         partitions=partitions,
-        lines_read=lines_read,
         seconds=time.monotonic() - began,
         events_snapshot_id=events_snapshot,
         quarantine_snapshot_id=quarantine_snapshot,
     )
-
-
-def days_of(start: datetime, end: datetime) -> list[date]:
-    days, current = [], start.date()
-    while datetime.combine(current, datetime.min.time(), tzinfo=start.tzinfo) < end:
-        days.append(current)
-        current += timedelta(days=1)
-    return days
 
 
 def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str, PartitionFigures]:
@@ -186,7 +184,9 @@ def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str,
         )
         .collect()
     )
-    figures = {day.isoformat(): PartitionFigures(day.isoformat()) for day in days_of(start, end)}
+    figures = {
+        day.isoformat(): PartitionFigures(day.isoformat()) for day in days_between(start.date(), end.date())
+    }
     for row in rows:
         figures[row["day"].isoformat()] = PartitionFigures(
             partition=row["day"].isoformat(),

@@ -19,6 +19,7 @@ from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 
 CORRUPT = "_corrupt_record"
+UNKNOWN_FILE = "unlisted:"  # prefix of `_source_file` for a file Spark read but the listing did not name
 # Checked in this order; the first that applies is the record's reason.
 REASONS = (
     "malformed_json",
@@ -41,10 +42,10 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile]) -> DataFrame:
     if not files:
         return spark.createDataFrame([], schema)
     manifest = spark.createDataFrame(
-        [(f.uri, f.name, f.ingestion_hour) for f in files],
+        [(spark_file_name(spark, f.path), f.name, f.ingestion_hour) for f in files],
         "_uri string, _source_file string, _ingestion_time timestamp",
     )
-    whole = spark.read.text([f.uri for f in files], wholetext=True)
+    whole = spark.read.text([f.path for f in files], wholetext=True)
     lines = (
         whole.select(F.input_file_name().alias("_uri"), F.split("value", "\n").alias("_lines"))
         .select("_uri", F.size("_lines").alias("_n"), F.posexplode("_lines").alias("_pos", "line"))
@@ -56,7 +57,19 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile]) -> DataFrame:
             F.regexp_replace("line", "\r$", "").alias("line"),
         )
     )
-    return lines.join(F.broadcast(manifest), "_uri").select(*schema_names(schema))
+    # A left join: a line whose file the manifest does not know keeps a null `_source_file` and stops
+    # the ingestion (see `ingest_window`) instead of vanishing before anything counts it.
+    return lines.join(F.broadcast(manifest), "_uri", "left").select(
+        F.coalesce("_source_file", F.concat(F.lit(UNKNOWN_FILE), "_uri")).alias("_source_file"),
+        *schema_names(schema)[1:],
+    )
+
+
+def spark_file_name(spark: SparkSession, path: str) -> str:
+    """The name Spark's input_file_name() reports for `path` (Hadoop's qualified, escaped URI)."""
+    hadoop_path = spark._jvm.org.apache.hadoop.fs.Path(path)
+    filesystem = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())
+    return filesystem.makeQualified(hadoop_path).toUri().toString()
 
 
 def schema_names(ddl: str) -> list[str]:
@@ -100,8 +113,10 @@ def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, C
             name = step.default["field"]
             columns[name] = F.lit(step.default["value"]).cast(FIELD_TYPES[latest[name]])
         elif step.cast is not None:
-            name = step.cast["field"]
-            columns[name] = columns[name].cast(FIELD_TYPES[step.cast["type"]])
+            name, before = step.cast["field"], columns[step.cast["field"]]
+            columns[name] = before.cast(FIELD_TYPES[step.cast["type"]])
+            # A value that survives its own type but not the upcast is as invalid as a mistyped one.
+            invalid.append(F.when(before.isNotNull() & columns[name].isNull(), F.lit(name)))
         elif step.drop is not None:
             del columns[step.drop]
     return columns, F.coalesce(*invalid, F.lit(None).cast("string"))
@@ -186,8 +201,9 @@ def classify_window(records: DataFrame, start: datetime, end: datetime) -> DataF
         (F.col("_attributed_time") >= F.lit(start)) & (F.col("_attributed_time") < F.lit(end))
     )
     admissible = F.col("_reason").isNull()
-    # Quarantined copies of an id (e.g. a too-late redelivery) are not copies of the admissible event.
-    by_id = Window.partitionBy("event_id", "_reason")
+    # Copies are grouped per event-time day, so the outcome never depends on which range a run covers;
+    # quarantined copies of an id (e.g. a too-late redelivery) are not copies of the admissible event.
+    by_id = Window.partitionBy("event_id", F.to_date("_attributed_time"), "_reason")
     order = by_id.orderBy("_ingestion_time", "_source_file", "_line_number")
     return mine.withColumn("_copy", F.when(admissible, F.row_number().over(order))).withColumn(
         "_payloads", F.when(admissible, F.size(F.collect_set(F.xxhash64("line")).over(by_id)))

@@ -7,6 +7,7 @@ and re-running the same range is idempotent.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -20,6 +21,8 @@ RAW_NAMESPACE = "raw"
 SHADOW_NAMESPACE = "shadow"
 PROD_NAMESPACE = "prod"
 PLATFORM_NAMESPACE = "platform"
+# Snapshot property that identifies the commit of one write, so its snapshot id can be found for sure.
+WRITE_ID = "backfill_platform.write-id"
 
 
 def table_id(spark: SparkSession, namespace: str, name: str) -> str:
@@ -50,7 +53,7 @@ def replace_range(
     end: date | datetime,
     properties: Mapping[str, Any] | None = None,
     options: Mapping[str, str] | None = None,
-) -> int | None:
+) -> int:
     """Replace every row with `start <= column < end` by `df`, in one commit; return the new snapshot id.
 
     `df` must hold only rows of the range: a row outside it would survive a later replacement of its own
@@ -59,13 +62,26 @@ def replace_range(
     outside = df.where(~in_range(column, start, end) | F.col(column).isNull()).limit(1).count()
     if outside:
         raise ValueError(f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}")
+    write_id = uuid.uuid4().hex
     writer = df.writeTo(identifier)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
-    for key, value in (properties or {}).items():
+    for key, value in {**(properties or {}), WRITE_ID: write_id}.items():
         writer = writer.option(f"snapshot-property.{key}", str(value))
     writer.overwrite(in_range(column, start, end))
-    return current_snapshot_id(df.sparkSession, identifier)
+    return snapshot_of_write(df.sparkSession, identifier, write_id)
+
+
+def snapshot_of_write(spark: SparkSession, identifier: str, write_id: str) -> int:
+    """The snapshot a write created (not whatever `main` points to by now: others may have committed)."""
+    rows = spark.sql(
+        f"SELECT snapshot_id FROM {identifier}.snapshots WHERE summary['{WRITE_ID}'] = '{write_id}'"
+    ).collect()
+    if len(rows) != 1:
+        raise RuntimeError(
+            f"{identifier}: expected one snapshot with {WRITE_ID}={write_id}, found {len(rows)}"
+        )
+    return rows[0][0]
 
 
 def current_snapshot_id(spark: SparkSession, identifier: str) -> int | None:

@@ -33,6 +33,8 @@ class IngestionRow:
     quarantined: int
     late: int
     events_snapshot_id: int | None
+    checks_passed: bool
+    failed_checks: str | None
 
 
 @dataclass
@@ -104,37 +106,27 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def latest_ingestions(spark: SparkSession, stream: str, days: list[date]) -> dict[str, dict]:
-    """The most recent ingestion figures of each day."""
-    ensure_ledger(spark)
+def _latest_per_day(df: DataFrame, days: list[date]) -> dict[str, dict]:
     latest = Window.partitionBy("partition").orderBy(F.col("recorded_at").desc())
     rows = (
-        spark.table(ingestions_table(spark))
-        .where((F.col("stream") == stream) & F.col("partition").isin(days))
-        .withColumn("_n", F.row_number().over(latest))
-        .where("_n = 1")
-        .collect()
+        df.where(F.col("partition").isin(days)).withColumn("_n", F.row_number().over(latest)).where("_n = 1")
     )
-    return {row["partition"].isoformat(): row.asDict() for row in rows}
+    return {row["partition"].isoformat(): row.asDict() for row in rows.collect()}
+
+
+def latest_ingestions(spark: SparkSession, stream: str, days: list[date]) -> dict[str, dict]:
+    """The most recent ingestion figures (and check verdicts) of each day."""
+    ensure_ledger(spark)
+    return _latest_per_day(spark.table(ingestions_table(spark)).where(F.col("stream") == stream), days)
 
 
 def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: list[date]) -> dict[str, dict]:
     """The most recent validation of each day of a dataset version (what promotion is gated on)."""
     ensure_ledger(spark)
-    latest = Window.partitionBy("partition").orderBy(F.col("recorded_at").desc())
-    rows = (
-        spark.table(ledger_table(spark))
-        .where(
-            (F.col("dataset") == dataset)
-            & (F.col("version") == version)
-            & F.col("partition").isin(days)
-            & ~F.col("adopted")
-        )
-        .withColumn("_n", F.row_number().over(latest))
-        .where("_n = 1")
-        .collect()
+    rows = spark.table(ledger_table(spark)).where(
+        (F.col("dataset") == dataset) & (F.col("version") == version) & ~F.col("adopted")
     )
-    return {row["partition"].isoformat(): row.asDict() for row in rows}
+    return _latest_per_day(rows, days)
 
 
 def update_rows(spark: SparkSession, dataset: str, keys: list[tuple[str, date, str]], values: dict) -> None:
@@ -170,8 +162,8 @@ def ledger(spark: SparkSession, dataset: str | None = None) -> DataFrame:
     return df.where(F.col("dataset") == dataset) if dataset else df
 
 
-def record_ingestions(spark: SparkSession, spec, result, run_id: str) -> None:
-    """One `platform.ingestions` row per event-time day of an events run."""
+def record_ingestions(spark: SparkSession, spec, result, run_id: str, failed: dict[str, list[str]]) -> None:
+    """One `platform.ingestions` row per event-time day of an events run, with its check verdicts."""
     recorded = now()
     append(
         spark,
@@ -189,6 +181,8 @@ def record_ingestions(spark: SparkSession, spec, result, run_id: str) -> None:
                 quarantined=f.quarantined_total,
                 late=f.late,
                 events_snapshot_id=result.events_snapshot_id,
+                checks_passed=not failed.get(day),
+                failed_checks=",".join(failed.get(day, [])) or None,
             )
             for day, f in sorted(result.partitions.items())
         ],

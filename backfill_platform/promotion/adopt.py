@@ -11,9 +11,10 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
-from backfill_platform.lakehouse.tables import current_snapshot_id, in_range
+from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, replace_range
 from backfill_platform.ledger.ledger import LedgerRow, append, now
-from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START, days_between
+from backfill_platform.partitions import days_between
+from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START, fence_options
 from backfill_platform.shadow.tables import conform, ensure_dataset_table, production_table, read_range
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.buckets import partition_fingerprints
@@ -35,9 +36,10 @@ def adopt(
     """Register [start, end) of `source_table` as production; return the production snapshot id."""
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)
+    head = current_snapshot_id(spark, target)
     occupied = sorted(
         r[0].isoformat()
-        for r in read_range(spark, target, spec, start, end)
+        for r in read_range(spark, target, spec, start, end, head)
         .select(spec.partition_column)
         .distinct()
         .collect()
@@ -49,20 +51,24 @@ def adopt(
     source = conform(
         spark.table(source_table).where(in_range(spec.partition_column, start, end)), spec, "adopted"
     )
-    writer = source.writeTo(target)
-    properties = {
-        ACTION: "adopt",
-        "backfill_platform.dataset": spec.name,
-        "backfill_platform.adopted-from": source_table,
-        "backfill_platform.validated": "false",
-        "reason": reason,
-        RANGE_START: start.isoformat(),
-        RANGE_END: end.isoformat(),
-    }
-    for key, value in properties.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    writer.append()
-    snapshot = current_snapshot_id(spark, target)
+    # Replacing the (empty) range, fenced at `head`: data committed there meanwhile makes this fail.
+    snapshot = replace_range(
+        source,
+        target,
+        spec.partition_column,
+        start,
+        end,
+        properties={
+            ACTION: "adopt",
+            "backfill_platform.dataset": spec.name,
+            "backfill_platform.adopted-from": source_table,
+            "backfill_platform.validated": "false",
+            "reason": reason,
+            RANGE_START: start.isoformat(),
+            RANGE_END: end.isoformat(),
+        },
+        options=fence_options(head),
+    )
     days = days_between(start, end)
     fingerprints = partition_fingerprints(read_range(spark, target, spec, start, end, snapshot), spec, days)
     recorded = now()

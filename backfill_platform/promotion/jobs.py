@@ -1,6 +1,6 @@
 """Operational jobs: revert a promotion from the Dagster UI (the CLI offers the same)."""
 
-from dagster import Config, OpExecutionContext, job, op
+from dagster import Config, Failure, OpExecutionContext, job, op
 from pydantic import Field
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
@@ -19,7 +19,10 @@ def revert_promotion_op(
     context: OpExecutionContext, config: RevertConfig, spark: SparkIcebergResource
 ) -> None:
     """Restore exactly the partitions of one promotion to their previous contents, in one commit."""
-    spec = load_specs().datasets[config.dataset]
+    datasets = load_specs().datasets
+    if config.dataset not in datasets:
+        raise Failure(f"unknown dataset {config.dataset!r}; known: {sorted(datasets)}")
+    spec = datasets[config.dataset]
     result = revert_promotion(spark.spark_session, spec, config.snapshot_id, config.reason)
     context.log.info(
         f"reverted promotion {result.promotion_snapshot_id} of {spec.name} [{result.start}, {result.end}) "

@@ -10,17 +10,20 @@ cannot both promote into the same partitions.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 from pyspark.sql import SparkSession
 
 from backfill_platform.lakehouse.tables import current_snapshot_id, replace_range, table_exists
 from backfill_platform.ledger.ledger import now, update_rows
+from backfill_platform.partitions import days_between
 from backfill_platform.promotion.gate import PromotionRefused, check_gate
 from backfill_platform.shadow.tables import ensure_dataset_table, production_table, read_range, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.validation.buckets import Bucket, actual_figures
+from backfill_platform.validation.buckets import Bucket, BucketFigures, actual_figures, failing_buckets
 
 ACTION = "backfill_platform.action"
 RANGE_START = "backfill_platform.range-start"
@@ -44,10 +47,6 @@ class Promotion:
         return not self.mismatched_buckets
 
 
-def days_between(start: date, end: date) -> list[date]:
-    return [start + timedelta(days=i) for i in range((end - start).days)]
-
-
 def promote(
     spark: SparkSession, spec: DatasetSpec, start: date, end: date, properties: dict[str, str] | None = None
 ) -> Promotion:
@@ -64,24 +63,25 @@ def promote(
     ensure_dataset_table(spark, spec, target)
     previous = current_snapshot_id(spark, target)
     digests = sorted({v["check_digest"] for v in validations.values()})
-    snapshot = replace_range(
-        shadow,
-        target,
-        spec.partition_column,
-        start,
-        end,
-        properties={
-            **(properties or {}),
-            ACTION: "promote",
-            "backfill_platform.dataset": spec.name,
-            "backfill_platform.dataset-version": version,
-            "backfill_platform.shadow-snapshot-id": shadow_snapshot,
-            "backfill_platform.check-digest": hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
-            RANGE_START: start.isoformat(),
-            RANGE_END: end.isoformat(),
-        },
-        options=fence_options(previous),
-    )
+    with refuse_on_conflict(spec.name, start, end):
+        snapshot = replace_range(
+            shadow,
+            target,
+            spec.partition_column,
+            start,
+            end,
+            properties={
+                **(properties or {}),
+                ACTION: "promote",
+                "backfill_platform.dataset": spec.name,
+                "backfill_platform.dataset-version": version,
+                "backfill_platform.shadow-snapshot-id": shadow_snapshot,
+                "backfill_platform.check-digest": hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
+                RANGE_START: start.isoformat(),
+                RANGE_END: end.isoformat(),
+            },
+            options=fence_options(previous),
+        )
     promotion = Promotion(
         dataset=spec.name,
         version=version,
@@ -104,9 +104,27 @@ def promote(
             "promoted_snapshot_id": snapshot,
             "promoted_at": now(),
             "promotion_run_id": (properties or {}).get("dagster.run-id"),
+            # Promoted again after a revert: the row describes the live promotion now.
+            "reverted_snapshot_id": None,
+            "reverted_at": None,
         },
     )
     return promotion
+
+
+@contextmanager
+def refuse_on_conflict(dataset: str, start: date, end: date) -> Iterator[None]:
+    """Turn Iceberg's refusal of a fenced commit into a PromotionRefused that says what happened."""
+    try:
+        yield
+    except Exception as exc:
+        if "ValidationException" not in str(exc) and "CommitFailedException" not in str(exc):
+            raise
+        raise PromotionRefused(
+            f"refusing to promote {dataset} [{start}, {end}): another commit changed those partitions "
+            "while this promotion was running (a concurrent backfill or refresh); production keeps that "
+            "commit. Re-run the promotion to publish on top of it."
+        ) from exc
 
 
 def fence_options(previous_snapshot: int | None) -> dict[str, str]:
@@ -116,13 +134,19 @@ def fence_options(previous_snapshot: int | None) -> dict[str, str]:
     return {"validate-from-snapshot-id": str(previous_snapshot), "isolation-level": "serializable"}
 
 
-def compare_buckets(expected: dict, actual: dict) -> dict[Bucket, str]:
-    """Buckets whose counts, sums or hash sums differ between two tables."""
-    problems = {}
-    for bucket in sorted(set(expected) | set(actual)):
-        a, b = expected.get(bucket), actual.get(bucket)
-        if a is None or b is None:
-            problems[bucket] = "missing in " + ("shadow" if a is None else "production")
-        elif (a.rows, a.sums, a.key_hash, a.row_hash) != (b.rows, b.sums, b.key_hash, b.row_hash):
-            problems[bucket] = f"rows {b.rows} vs {a.rows}, row hash {b.row_hash} vs {a.row_hash}"
-    return problems
+def compare_buckets(
+    shadow: dict[Bucket, BucketFigures], production: dict[Bucket, BucketFigures]
+) -> dict[Bucket, str]:
+    """Buckets whose counts, sums or hash sums differ between the shadow and production."""
+
+    def differs(want: BucketFigures, got: BucketFigures) -> str | None:
+        if (want.rows, want.sums, want.key_hash, want.row_hash) == (
+            got.rows,
+            got.sums,
+            got.key_hash,
+            got.row_hash,
+        ):
+            return None
+        return f"rows {got.rows} vs {want.rows}, row hash {got.row_hash} vs {want.row_hash}"
+
+    return failing_buckets(shadow, production, differs)[1]

@@ -13,9 +13,10 @@ from datetime import date
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.lakehouse.tables import replace_range, table_exists
+from backfill_platform.lakehouse.tables import current_snapshot_id, replace_range, table_exists
 from backfill_platform.ledger.ledger import ledger, now, update_rows
-from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START, days_between
+from backfill_platform.partitions import days_between
+from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START, fence_options
 from backfill_platform.shadow.tables import columns_ddl, production_table, read_range
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.buckets import partition_fingerprints
@@ -77,10 +78,11 @@ def revert_promotion(
     # Compare contents rather than trusting commit metadata: any later change to these partitions,
     # by whatever writer, would be undone by the restore.
     days = days_between(start, end)
+    head = current_snapshot_id(spark, target)
     promoted = partition_fingerprints(
         read_range(spark, target, spec, start, end, promotion["snapshot_id"]), spec, days
     )
-    current = partition_fingerprints(read_range(spark, target, spec, start, end), spec, days)
+    current = partition_fingerprints(read_range(spark, target, spec, start, end, head), spec, days)
     changed = [day for day in promoted if promoted[day] != current[day]]
     if changed:
         raise RevertRefused(
@@ -106,6 +108,8 @@ def revert_promotion(
             RANGE_START: start.isoformat(),
             RANGE_END: end.isoformat(),
         },
+        # What was compared above is what gets replaced: a commit to the range since `head` fails this one.
+        options=fence_options(head),
     )
     ledger_rows = (
         ledger(spark, spec.name)

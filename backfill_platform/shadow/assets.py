@@ -1,5 +1,6 @@
 """Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
 
+from collections.abc import Mapping
 from datetime import date
 
 from dagster import (
@@ -30,6 +31,7 @@ from backfill_platform.shadow.tables import (
 from backfill_platform.shadow.validate import (
     CHECKSUMS,
     DIVERGENCE,
+    EVENTS_VALIDATED,
     MAX_DIVERGENCE_TAG,
     ROW_COUNTS,
     SCHEMA,
@@ -64,9 +66,27 @@ def window_days(context: AssetExecutionContext) -> tuple[date, date, list[str]]:
     return start, end, sorted(context.partition_keys)
 
 
+def divergence_bound(config: ShadowConfig, tags: Mapping[str, str]) -> float | None:
+    """The launched bound on divergence: asset config first, else the run tag; None = warn only."""
+    if config.max_divergence_ratio is not None:
+        return config.max_divergence_ratio
+    tag = tags.get(MAX_DIVERGENCE_TAG)
+    if tag is None:
+        return None
+    try:
+        bound = float(tag)
+    except ValueError:
+        bound = -1.0
+    if not 0 <= bound <= 1:
+        raise ValueError(f"run tag {MAX_DIVERGENCE_TAG}={tag!r} must be a ratio between 0 and 1, e.g. 0.05")
+    return bound
+
+
 def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> AssetsDefinition:
     key = shadow_key(spec, version)
     version_spec = spec.versions[version]
+    # Resolved when definitions load, so a mistyped transform fails there, naming the dataset.
+    transform = version_spec.load_transform()
     active = " (active: feeds production)" if version == spec.active_version else ""
 
     @asset(
@@ -85,6 +105,9 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         ),
         metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
         check_specs=[
+            AssetCheckSpec(
+                EVENTS_VALIDATED, asset=key, blocking=True, description="the events passed their checks"
+            ),
             AssetCheckSpec(ROW_COUNTS, asset=key, blocking=True, description="rows per bucket vs the events"),
             AssetCheckSpec(CHECKSUMS, asset=key, blocking=True, description="sums per bucket vs the events"),
             AssetCheckSpec(SCHEMA, asset=key, blocking=True, description=f"pandera model of {version}"),
@@ -98,27 +121,31 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
     ) -> MaterializeResult:
         session = spark.spark_session
         start, end, days = window_days(context)
+        max_ratio = divergence_bound(config, context.run.tags)
         window = context.partition_time_window
         events = session.table(events_table(session, stream)).where(
             in_range("event_time", window.start, window.end)
         )
-        output = conform(version_spec.load_transform()(events), spec, version)
+        # Persisted: the range check before the write and the write itself must not run the transform twice.
+        output = conform(transform(events), spec, version).persist()
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
         properties = {**run_properties(context), "backfill_platform.dataset-version": version}
-        snapshot = replace_range(output, target, spec.partition_column, start, end, properties)
+        try:
+            snapshot = replace_range(output, target, spec.partition_column, start, end, properties)
+        finally:
+            output.unpersist()
 
         shadow = read_range(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
-        tag = context.run.tags.get(MAX_DIVERGENCE_TAG)
-        max_ratio = (
-            config.max_divergence_ratio
-            if config.max_divergence_ratio is not None
-            else (float(tag) if tag else None)
+        ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
+        validation = validate_shadow(
+            key, spec, version, events, shadow, production, days, ingestions, max_ratio
         )
-        validation = validate_shadow(key, spec, version, events, shadow, production, days, max_ratio)
         fingerprints = partition_fingerprints(shadow, spec, [date.fromisoformat(d) for d in days])
-        record_validation(session, context, spec, stream, version, snapshot, validation, fingerprints)
+        record_validation(
+            session, context, spec, stream, version, snapshot, validation, fingerprints, ingestions
+        )
 
         for day in days:
             rows, _ = fingerprints[day]
@@ -163,10 +190,9 @@ def record_validation(
     snapshot: int | None,
     validation: ShadowValidation,
     fingerprints: dict[str, tuple[int, str]],
+    ingestions: dict[str, dict],
 ) -> None:
     """One ledger row per partition: the ingestion it came from, what the shadow holds, the verdicts."""
-    days = [date.fromisoformat(d) for d in validation.days]
-    ingestions = latest_ingestions(spark, stream.name, days)
     recorded = now()
     rows = []
     for day in validation.days:

@@ -14,7 +14,13 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetKey, MetadataValu
 from pyspark.sql import DataFrame
 
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.validation.buckets import Bucket, BucketFigures, actual_figures, expected_from_events
+from backfill_platform.validation.buckets import (
+    Bucket,
+    BucketFigures,
+    actual_figures,
+    expected_from_events,
+    failing_buckets,
+)
 from backfill_platform.validation.divergence import Divergence, compare
 from backfill_platform.validation.markdown import markdown_table
 from backfill_platform.validation.schema import pandera_schema, validate_schema
@@ -23,6 +29,7 @@ ROW_COUNTS = "row_counts_per_bucket"
 CHECKSUMS = "checksums_per_bucket"
 SCHEMA = "schema"
 DIVERGENCE = "divergence_vs_production"
+EVENTS_VALIDATED = "events_validated"
 MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
 SAMPLE_BUCKETS = 20
 
@@ -57,14 +64,15 @@ def _per_partition(days: list[str], bad: dict[Bucket, str], checked: set[Bucket]
 
 def row_count_check(key: AssetKey, days, expected, actual, validation: ShadowValidation) -> AssetCheckResult:
     """Rows per bucket equal what the events imply, and the key columns are unique."""
-    buckets = set(expected) | set(actual)
-    bad = {}
-    for b in sorted(buckets):
-        want, got = expected.get(b, BucketFigures()), actual.get(b, BucketFigures())
+
+    def problem(want: BucketFigures, got: BucketFigures) -> str | None:
         if got.rows != want.rows:
-            bad[b] = f"{got.rows} rows, events imply {want.rows}"
-        elif got.distinct_keys != got.rows:
-            bad[b] = f"{got.rows - got.distinct_keys} duplicate keys"
+            return f"{got.rows} rows, events imply {want.rows}"
+        if got.distinct_keys != got.rows:
+            return f"{got.rows - got.distinct_keys} duplicate keys"
+        return None
+
+    buckets, bad = failing_buckets(expected, actual, problem)
     validation.fail(ROW_COUNTS, sorted({b[0] for b in bad}))
     return AssetCheckResult(
         asset_key=key,
@@ -92,17 +100,16 @@ def row_count_check(key: AssetKey, days, expected, actual, validation: ShadowVal
 
 def checksum_check(key: AssetKey, spec: DatasetSpec, days, expected, actual, validation) -> AssetCheckResult:
     """Per-bucket sums of the aggregation columns equal the events-side sums; hash sums are recorded."""
-    buckets = set(expected) | set(actual)
-    bad = {}
-    for b in sorted(buckets):
-        want, got = expected.get(b, BucketFigures()), actual.get(b, BucketFigures())
+
+    def problem(want: BucketFigures, got: BucketFigures) -> str | None:
         wrong = [
             f"{r.column} {got.sums.get(r.column, 0)} vs {want.sums.get(r.column, 0)}"
             for r in spec.reconciliation
             if got.sums.get(r.column, 0) != want.sums.get(r.column, 0)
         ]
-        if wrong:
-            bad[b] = "; ".join(wrong)
+        return "; ".join(wrong) or None
+
+    buckets, bad = failing_buckets(expected, actual, problem)
     validation.fail(CHECKSUMS, sorted({b[0] for b in bad}))
     totals = {r.column: sum(f.sums.get(r.column, 0) for f in actual.values()) for r in spec.reconciliation}
     key_hash = sum(int(f.key_hash) for f in actual.values())
@@ -205,6 +212,36 @@ def divergence_check(
     )
 
 
+def events_validated_check(
+    key: AssetKey, days: list[str], ingestions: dict[str, dict], validation: ShadowValidation
+) -> AssetCheckResult:
+    """Each day's events were ingested and passed their own blocking checks.
+
+    Without this, a day whose events were never loaded would validate trivially (0 rows expected,
+    0 found) and promotion would empty that production partition.
+    """
+    problems = {}
+    for day in days:
+        ingestion = ingestions.get(day)
+        if ingestion is None:
+            problems[day] = "events never ingested"
+        elif not ingestion["checks_passed"]:
+            problems[day] = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
+    validation.fail(EVENTS_VALIDATED, sorted(problems))
+    return AssetCheckResult(
+        asset_key=key,
+        check_name=EVENTS_VALIDATED,
+        passed=not problems,
+        severity=AssetCheckSeverity.ERROR,
+        description="every day's events were ingested and passed reconciliation, quarantine ratio and schema",
+        metadata={
+            "days_checked": len(days),
+            "failed_partitions": MetadataValue.json(sorted(problems)),
+            "problems": MetadataValue.md(markdown_table(["day", "problem"], sorted(problems.items()))),
+        },
+    )
+
+
 def validate_shadow(
     key: AssetKey,
     spec: DatasetSpec,
@@ -213,12 +250,14 @@ def validate_shadow(
     shadow: DataFrame,
     production: DataFrame,
     days: list[str],
+    ingestions: dict[str, dict],
     max_divergence_ratio: float | None,
 ) -> ShadowValidation:
     validation = ShadowValidation(days=days)
     expected = expected_from_events(events, spec)
     validation.actual = actual_figures(shadow, spec)
     validation.results = [
+        events_validated_check(key, days, ingestions, validation),
         row_count_check(key, days, expected, validation.actual, validation),
         checksum_check(key, spec, days, expected, validation.actual, validation),
         schema_check(key, spec, version, shadow, validation),

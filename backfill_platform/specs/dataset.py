@@ -21,7 +21,7 @@ _TRANSFORM = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 class VersionSpec(SpecModel):
-    transform: str = Field(description="`package.module:function` taking (events DataFrame, window).")
+    transform: str = Field(description="`package.module:function` taking the events DataFrame of a window.")
     description: str = ""
 
     @field_validator("transform")
@@ -32,8 +32,15 @@ class VersionSpec(SpecModel):
         return value
 
     def load_transform(self) -> Callable:
+        """The transform function; a clear error if the module or function does not exist."""
         module_name, function_name = self.transform.split(":")
-        return getattr(importlib.import_module(module_name), function_name)
+        try:
+            function = getattr(importlib.import_module(module_name), function_name)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"transform {self.transform!r} cannot be loaded: {exc}") from exc
+        if not callable(function):
+            raise ValueError(f"transform {self.transform!r} is not a function")
+        return function
 
 
 class EventsAggregate(SpecModel):

@@ -9,6 +9,7 @@ of the key columns and of whole rows, so two tables or two runs can be compared 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -94,3 +95,18 @@ def partition_fingerprints(
     )
     found = {row["day"].isoformat(): (row["n"], str(row["h"])) for row in rows}
     return {day.isoformat(): found.get(day.isoformat(), (0, "0")) for day in days}
+
+
+def failing_buckets(
+    expected: dict[Bucket, BucketFigures],
+    actual: dict[Bucket, BucketFigures],
+    problem: Callable[[BucketFigures, BucketFigures], str | None],
+) -> tuple[set[Bucket], dict[Bucket, str]]:
+    """Every bucket either side has, and those where `problem(expected, actual)` names a difference."""
+    buckets = set(expected) | set(actual)
+    bad = {}
+    for bucket in sorted(buckets):
+        found = problem(expected.get(bucket, BucketFigures()), actual.get(bucket, BucketFigures()))
+        if found:
+            bad[bucket] = found
+    return buckets, bad
