@@ -303,3 +303,13 @@ def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource,
     result = run(spark_resource, assets, never_ingested, never_ingested)
     assert not result.success and "events_validated" in failed_checks(result)
     assert prod_state(spark, spec) == before
+
+
+def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
+    from backfill_platform.ledger.ledger import IngestionRow, ensure_ledger, ingestions_table
+
+    table = ingestions_table(spark)
+    spark.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
+    ensure_ledger(spark)
+    assert "failed_checks" in spark.table(table).columns
+    assert spark.table(table).columns == [f.name for f in IngestionRow.__dataclass_fields__.values()]

@@ -88,9 +88,17 @@ def ledger_table(spark: SparkSession) -> str:
 
 
 def ensure_ledger(spark: SparkSession) -> None:
+    """Create the ledger tables, or add the columns a newer version of the platform records.
+
+    Columns are only ever added (Iceberg schema evolution), so older rows stay readable with nulls.
+    """
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ledger_table(spark).rsplit('.', 1)[0]}")
     for identifier, row_type in ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow)):
         spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier} ({_ddl(row_type)}) USING iceberg")
+        existing = set(spark.table(identifier).columns)
+        missing = [part for part in _ddl(row_type).split(", ") if part.split(" ")[0] not in existing]
+        if missing:
+            spark.sql(f"ALTER TABLE {identifier} ADD COLUMNS ({', '.join(missing)})")
 
 
 def append(spark: SparkSession, rows: list, row_type: type) -> None:
