@@ -25,6 +25,8 @@ from backfill_platform.lakehouse.tables import current_snapshot_id
 from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform_tests.conftest import DAYS, START
 
+pytestmark = pytest.mark.other_writers
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_CLI = REPO_ROOT / ".venv" / "bin" / "dagster"
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
@@ -74,6 +76,11 @@ def run_cli_backfill(data_dir: Path, dagster_home: Path) -> subprocess.Completed
     )
 
 
+def reader(spark):
+    """A new session (its own catalog instance and JDBC connections) to read what the subprocess wrote."""
+    return spark.newSession()
+
+
 def refresh_tables(spark, *identifiers: str) -> None:
     """Drop this session's cached Iceberg metadata: the subprocess committed behind its back."""
     for identifier in identifiers:
@@ -116,6 +123,7 @@ def test_one_run_materializes_every_partition_of_the_three_assets(cli_backfill, 
 
 
 def test_ledger_holds_the_counts_of_every_day_and_the_promotion(cli_backfill, backfill_run, truth, spark):
+    spark = reader(spark)
     refresh_tables(spark, LEDGER, PRODUCTION)
     production_snapshot = current_snapshot_id(spark, PRODUCTION)
     rows = (
@@ -142,6 +150,7 @@ def test_ledger_holds_the_counts_of_every_day_and_the_promotion(cli_backfill, ba
 
 
 def test_production_equals_the_shadow_and_names_the_run(cli_backfill, backfill_run, spark):
+    spark = reader(spark)
     refresh_tables(spark, SHADOW, PRODUCTION)
     shadow_counts = rows_per_day(spark, SHADOW)
     assert sorted(shadow_counts) == DAYS_OF_RANGE

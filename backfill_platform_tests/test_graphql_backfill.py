@@ -29,6 +29,8 @@ from backfill_platform import settings
 from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform_tests.test_cli_backfill import write_dagster_home
 
+pytestmark = pytest.mark.other_writers
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_CLI = REPO_ROOT / ".venv" / "bin" / "dagster"
 DAYS = ["2026-10-02", "2026-10-03"]

@@ -10,6 +10,7 @@ from dagster import (
     AssetObservation,
     AssetsDefinition,
     Config,
+    Failure,
     MaterializeResult,
     asset,
 )
@@ -18,7 +19,13 @@ from pydantic import Field
 from backfill_platform.events.assets import events_key
 from backfill_platform.events.ingest import events_table
 from backfill_platform.lakehouse.resources import SparkIcebergResource
-from backfill_platform.lakehouse.tables import SHADOW_NAMESPACE, in_range, replace_range
+from backfill_platform.lakehouse.tables import (
+    SHADOW_NAMESPACE,
+    current_snapshot_id,
+    in_range,
+    replace_range,
+    table_exists,
+)
 from backfill_platform.ledger.ledger import LedgerRow, append, latest_ingestions, now
 from backfill_platform.partitions import backfill_policy, event_partitions
 from backfill_platform.shadow.tables import (
@@ -123,7 +130,15 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         start, end, days = window_days(context)
         max_ratio = divergence_bound(config, context.run.tags)
         window = context.partition_time_window
-        events = session.table(events_table(session, stream)).where(
+        source = events_table(session, stream)
+        if not table_exists(session, source):
+            raise Failure(
+                f"{source} does not exist yet: materialize {events_key(stream).to_user_string()} first"
+            )
+        # Pinned: the transform and the expectations it is checked against see the same events.
+        snapshot_id = current_snapshot_id(session, source)
+        pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
+        events = session.sql(f"SELECT * FROM {source}{pinned}").where(
             in_range("event_time", window.start, window.end)
         )
         # Persisted: the range check before the write and the write itself must not run the transform twice.
