@@ -45,6 +45,11 @@ def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, *
     return DatasetSpec.model_validate(raw)
 
 
+def promotion_chain(spec: DatasetSpec, stream) -> list:
+    """The active version's shadow and production: what a backfill materializes."""
+    return [build_shadow_asset(spec, stream, spec.active_version), build_production_asset(spec, stream)]
+
+
 def run(spark_resource, assets: list, first: date, last: date, **tags: str):
     return materialize(
         assets,
@@ -102,7 +107,7 @@ def test_a_bad_shadow_never_reaches_production(ready, spark, spark_resource, pla
     good = dataset("views_gate")
     assert run(
         spark_resource,
-        [build_shadow_asset(good, playback, "v2"), build_production_asset(good, playback)],
+        promotion_chain(good, playback),
         D1,
         D2,
     ).success
@@ -111,7 +116,7 @@ def test_a_bad_shadow_never_reaches_production(ready, spark, spark_resource, pla
     bad = dataset("views_gate", active="bad", extra_versions={"bad": function})
     result = run(
         spark_resource,
-        [build_shadow_asset(bad, playback, "bad"), build_production_asset(bad, playback)],
+        promotion_chain(bad, playback),
         D1,
         D2,
     )
@@ -152,7 +157,7 @@ def test_promotion_is_one_snapshot_over_adopted_history(ready, spark, spark_reso
 
     result = run(
         spark_resource,
-        [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)],
+        promotion_chain(spec, playback),
         D1,
         D3,
         **{"backfill_platform/reason": "fix late-event hours", "backfill_platform/ticket": "DATA-42"},
@@ -200,7 +205,7 @@ def test_revert_restores_exactly_the_promoted_partitions(ready, spark, spark_res
 
     assert run(
         spark_resource,
-        [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)],
+        promotion_chain(spec, playback),
         D1,
         D2,
     ).success
@@ -208,7 +213,7 @@ def test_revert_restores_exactly_the_promoted_partitions(ready, spark, spark_res
     # A later, unrelated commit to another partition.
     assert run(
         spark_resource,
-        [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)],
+        promotion_chain(spec, playback),
         D3,
         D3,
     ).success
@@ -228,7 +233,7 @@ def test_revert_restores_exactly_the_promoted_partitions(ready, spark, spark_res
 
 def test_revert_refuses_when_the_partitions_changed_later(ready, spark, spark_resource, playback):
     spec = dataset("views_revert_overlap")
-    assets = [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)]
+    assets = promotion_chain(spec, playback)
     assert run(spark_resource, assets, D1, D1).success
     first = current_snapshot_id(spark, production_table(spark, spec))
     spark.sql(f"DELETE FROM {production_table(spark, spec)} WHERE event_hour = 1")
@@ -240,7 +245,7 @@ def test_a_partition_that_becomes_empty_is_emptied_in_production(ready, spark, s
     spec = dataset("views_empty")
     assert run(
         spark_resource,
-        [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)],
+        promotion_chain(spec, playback),
         D1,
         D3,
     ).success
@@ -260,7 +265,7 @@ def test_a_partition_that_becomes_empty_is_emptied_in_production(ready, spark, s
     )  # fmt: skip
     assert run(
         spark_resource,
-        [build_shadow_asset(fixed, playback, "v3"), build_production_asset(fixed, playback)],
+        promotion_chain(fixed, playback),
         D1,
         D3,
     ).success
@@ -271,7 +276,7 @@ def test_a_partition_that_becomes_empty_is_emptied_in_production(ready, spark, s
 def test_a_promotion_based_on_a_stale_view_of_production_is_refused(ready, spark, spark_resource, playback):
     """The fence: a commit that read production before another promotion of the same days cannot land."""
     spec = dataset("views_fence")
-    assets = [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)]
+    assets = promotion_chain(spec, playback)
     assert run(spark_resource, assets, D1, D1).success
     table = production_table(spark, spec)
     seen = current_snapshot_id(spark, table)
@@ -296,7 +301,7 @@ def test_promotion_refuses_days_whose_checks_never_ran(ready, spark, spark_resou
 def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource, playback):
     """0 rows expected and 0 found would pass every bucket check: the events verdict must gate it."""
     spec = dataset("views_no_events")
-    assets = [build_shadow_asset(spec, playback, "v2"), build_production_asset(spec, playback)]
+    assets = promotion_chain(spec, playback)
     assert run(spark_resource, assets, D1, D1).success
     before = prod_state(spark, spec)
     never_ingested = START + timedelta(days=20)
@@ -313,3 +318,61 @@ def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
     ensure_ledger(spark)
     assert "failed_checks" in spark.table(table).columns
     assert spark.table(table).columns == [f.name for f in IngestionRow.__dataclass_fields__.values()]
+
+
+def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
+    ready, spark, spark_resource, playback
+):
+    spec = dataset("views_diverge")
+    legacy = write_legacy_table(spark, spec, playback, "v1", D1, D2)
+    adopt(spark, spec, legacy, D1, D2, reason="old pipeline output")
+    before = prod_state(spark, spec)
+    strict = run(
+        spark_resource,
+        promotion_chain(spec, playback),
+        D1,
+        D1,
+        **{"backfill_platform/max_divergence_ratio": "0.01"},
+    )
+    assert not strict.success and "divergence_vs_production" in failed_checks(strict)
+    assert prod_state(spark, spec) == before
+    lenient = run(
+        spark_resource,
+        promotion_chain(spec, playback),
+        D1,
+        D1,
+        **{"backfill_platform/max_divergence_ratio": "0.9"},
+    )
+    assert lenient.success and prod_state(spark, spec) != before
+
+
+def test_revert_job_restores_the_last_promotion(ready, spark, spark_resource, playback):
+    from backfill_platform.promotion.jobs import revert_promotion_job
+
+    spec = dataset("views_per_title")  # the job looks the dataset up by name among the loaded specs
+    assert run(spark_resource, promotion_chain(spec, playback), D2, D2).success
+    table = production_table(spark, spec)
+    promoted = current_snapshot_id(spark, table)
+    result = revert_promotion_job.execute_in_process(
+        run_config={"ops": {"revert_promotion_op": {"config": {"dataset": spec.name, "reason": "job test"}}}},
+        resources={"spark": spark_resource},
+    )
+    assert result.success
+    summary = snapshot_summary(spark, table, current_snapshot_id(spark, table))
+    assert summary["backfill_platform.reverts-snapshot-id"] == str(promoted)
+    assert summary["reason"] == "job test"
+
+
+def test_cutover_review_and_retiring_an_old_shadow(ready, spark, spark_resource, playback):
+    from backfill_platform.promotion.cutover import drop_shadow, history_divergence
+
+    spec = dataset("views_cutover")
+    assert run(spark_resource, promotion_chain(spec, playback), D1, D1).success
+    assert not run(spark_resource, [build_shadow_asset(spec, playback, "v1")], D1, D1).success
+    v1 = history_divergence(spark, spec, "v1")
+    v2 = history_divergence(spark, spec, "v2")
+    assert v2.diverging == 0 and v1.partitions[D1.isoformat()].changed > 0
+    with pytest.raises(ValueError, match="active version"):
+        drop_shadow(spark, spec, "v2")
+    dropped = drop_shadow(spark, spec, "v1")
+    assert not table_exists(spark, dropped)

@@ -162,25 +162,8 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
             session, context, spec, stream, version, snapshot, validation, fingerprints, ingestions
         )
 
-        for day in days:
-            rows, _ = fingerprints[day]
-            context.log_event(
-                AssetObservation(
-                    asset_key=key,
-                    partition=day,
-                    metadata={
-                        "rows": rows,
-                        "checks_passed": validation.passed(day),
-                        "diverging_rows": validation.divergence.partitions[day].diverging,
-                        **{
-                            f"sum_{r.column}": sum(
-                                f.sums[r.column] for b, f in validation.actual.items() if b[0] == day
-                            )
-                            for r in spec.reconciliation
-                        },
-                    },
-                )
-            )
+        for observation in partition_observations(key, spec, validation, fingerprints):
+            context.log_event(observation)
         failed_days = [d for d in days if not validation.passed(d)]
         return MaterializeResult(
             metadata={
@@ -194,6 +177,28 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         )
 
     return _shadow
+
+
+def partition_observations(
+    key: AssetKey, spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, tuple[int, str]]
+) -> list[AssetObservation]:
+    """Per-day numbers (rows, verdict, divergence, sums) that the UI plots across partitions."""
+    observations = []
+    for day in validation.days:
+        sums = {
+            f"sum_{rule.column}": sum(
+                f.sums[rule.column] for b, f in validation.actual.items() if b[0] == day
+            )
+            for rule in spec.reconciliation
+        }
+        metadata = {
+            "rows": fingerprints[day][0],
+            "checks_passed": validation.passed(day),
+            "diverging_rows": validation.divergence.partitions[day].diverging,
+            **sums,
+        }
+        observations.append(AssetObservation(asset_key=key, partition=day, metadata=metadata))
+    return observations
 
 
 def record_validation(
