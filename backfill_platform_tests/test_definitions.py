@@ -20,7 +20,7 @@ def test_definitions_load_with_archive_to_events_lineage(data_dir):
     assert node.backfill_policy.policy_type == BackfillPolicyType.SINGLE_RUN
     assert {"spark", "iceberg"} <= set(node.kinds)
     checks = {key.name for key in graph.asset_check_keys if key.asset_key == events}
-    assert checks == {"reconciliation", "quarantine_ratio", "schema"}
+    assert checks == {"reconciliation", "quarantine_ratio", "schema", "records_present"}
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == events)
 
 

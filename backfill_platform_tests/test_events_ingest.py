@@ -36,7 +36,7 @@ def test_range_is_one_run_with_a_materialization_per_partition(materialized):
 
 def test_blocking_checks_pass_with_numbers(materialized):
     checks = {e.check_name: e for e in materialized.get_asset_check_evaluations()}
-    assert set(checks) == {"reconciliation", "quarantine_ratio", "schema"}
+    assert set(checks) == {"reconciliation", "quarantine_ratio", "schema", "records_present"}
     assert all(c.passed for c in checks.values())
     assert checks["reconciliation"].metadata["partitions_checked"].value == DAYS
 

@@ -317,7 +317,7 @@ def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
     spark.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
     ensure_ledger(spark)
     assert "failed_checks" in spark.table(table).columns
-    assert spark.table(table).columns == [f.name for f in IngestionRow.__dataclass_fields__.values()]
+    assert set(spark.table(table).columns) == set(IngestionRow.__dataclass_fields__)
 
 
 def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
@@ -376,3 +376,30 @@ def test_cutover_review_and_retiring_an_old_shadow(ready, spark, spark_resource,
         drop_shadow(spark, spec, "v2")
     dropped = drop_shadow(spark, spec, "v1")
     assert not table_exists(spark, dropped)
+
+
+def test_a_day_without_archive_records_fails_its_events_checks(ready, spark_resource, playback):
+    from backfill_platform.events.assets import build_events_asset
+
+    missing = START + timedelta(days=25)  # the archive has nothing for it (lost or expired)
+    result = run(spark_resource, [build_events_asset(playback)], missing, missing)
+    assert not result.success and "records_present" in failed_checks(result)
+
+
+def test_events_rewritten_after_their_checks_block_the_shadow(ready, spark, spark_resource, playback):
+    """A run that rewrote a day's events and died before its checks leaves an older verdict behind."""
+    from backfill_platform.events.assets import build_events_asset
+    from backfill_platform.events.ingest import events_table
+
+    day = START + timedelta(days=4)
+    spec = dataset("views_events_changed")
+    spark.sql(f"DELETE FROM {events_table(spark, playback)} WHERE event_id IN "
+              f"(SELECT event_id FROM {events_table(spark, playback)} WHERE to_date(event_time) = DATE'{day}' LIMIT 5)")  # fmt: skip
+    try:
+        result = run(spark_resource, [build_shadow_asset(spec, playback, "v2")], day, day)
+        assert not result.success and "events_validated" in failed_checks(result)
+        check = next(c for c in result.get_asset_check_evaluations() if c.check_name == "events_validated")
+        assert "changed after their checks" in check.metadata["problems"].value
+    finally:  # re-derive the day (and its verdict) for the tests that follow
+        assert run(spark_resource, [build_events_asset(playback)], day, day).success
+    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], day, day).success

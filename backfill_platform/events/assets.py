@@ -12,6 +12,7 @@ from dagster import (
     MetadataValue,
     asset,
 )
+from pyspark.sql import functions as F
 
 from backfill_platform.archive.assets import archive_key
 from backfill_platform.archive.listing import archive_for
@@ -19,18 +20,21 @@ from backfill_platform.events.checks import (
     DAYS_FAILED_KEY,
     QUARANTINE_RATIO,
     RECONCILIATION,
+    RECORDS_PRESENT,
     SCHEMA,
     quarantine_ratio_check,
     reconciliation_check,
+    records_present_check,
     schema_check,
 )
 from backfill_platform.events.ingest import REASONS, IngestResult, events_table, ingest_window
 from backfill_platform.lakehouse.resources import SparkIcebergResource
-from backfill_platform.lakehouse.tables import RAW_NAMESPACE
+from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range
 from backfill_platform.ledger.ledger import record_ingestions
 from backfill_platform.partitions import archive_to_events_mapping, backfill_policy, event_partitions
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
+from backfill_platform.validation.checksums import day_fingerprints
 from backfill_platform.validation.markdown import markdown_table
 
 
@@ -66,6 +70,9 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
                 QUARANTINE_RATIO, asset=key, blocking=True, description="quarantine under the bound"
             ),
             AssetCheckSpec(SCHEMA, asset=key, blocking=True, description="pandera model of the events"),
+            AssetCheckSpec(
+                RECORDS_PRESENT, asset=key, blocking=True, description="no day without archive records"
+            ),
         ],
     )
     def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> MaterializeResult:
@@ -85,10 +92,21 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
             reconciliation_check(session, spec, key, result, window.start, window.end),
             quarantine_ratio_check(spec, key, result),
             schema_check(session, spec, key, window.start, window.end),
+            records_present_check(spec, key, result),
         ]
-        # Shadows of later runs only build on days whose events passed these checks (see the ledger).
+        # Shadows of later runs only build on days whose events passed these checks, and only while the
+        # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
+        written = session.sql(
+            f"SELECT * FROM {events_table(session, spec)} VERSION AS OF {result.events_snapshot_id}"
+        ).where(in_range("event_time", window.start, window.end))
+        fingerprints = day_fingerprints(written, F.to_date("event_time"), sorted(result.partitions))
         record_ingestions(
-            session, spec, result, context.run.run_id, failing_days(checks, list(result.partitions))
+            session,
+            spec,
+            result,
+            context.run.run_id,
+            failing_days(checks, list(result.partitions)),
+            fingerprints,
         )
         return MaterializeResult(
             metadata={

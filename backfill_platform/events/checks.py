@@ -21,6 +21,7 @@ from backfill_platform.validation.schema import pandera_schema, validate_schema
 RECONCILIATION = "reconciliation"
 QUARANTINE_RATIO = "quarantine_ratio"
 SCHEMA = "schema"
+RECORDS_PRESENT = "records_present"
 # Metadata key under which a check lists the partitions it failed.
 DAYS_FAILED_KEY = "failed_partitions"
 
@@ -94,6 +95,27 @@ def quarantine_ratio_check(spec: StreamSpec, key: AssetKey, result: IngestResult
             "by_partition": MetadataValue.md(
                 markdown_table(["partition", "read", "quarantined", "ratio"], rows)
             ),
+        },
+    )
+
+
+def records_present_check(spec: StreamSpec, key: AssetKey, result: IngestResult) -> AssetCheckResult:
+    """A day with no archive records at all is a missing or expired archive, not a quiet day.
+
+    Left unchecked it would validate trivially downstream (0 rows expected, 0 found) and a promotion
+    would empty production. Streams that can have empty days say so with `allow_empty_partitions`.
+    """
+    empty = sorted(day for day, figures in result.partitions.items() if figures.records == 0)
+    failing = [] if spec.allow_empty_partitions else empty
+    return AssetCheckResult(
+        asset_key=key,
+        check_name=RECORDS_PRESENT,
+        passed=not failing,
+        severity=AssetCheckSeverity.ERROR,
+        description="every day has archive records (unless the spec allows empty days)",
+        metadata={
+            "empty_partitions": MetadataValue.json(empty),
+            DAYS_FAILED_KEY: MetadataValue.json(failing),
         },
     )
 

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.archive.listing import HOUR, Archive, ArchiveFile, list_files
-from backfill_platform.events.parse import REASONS, UNKNOWN_FILE, classify_window, parse_records, read_lines
+from backfill_platform.events.parse import REASONS, classify_window, parse_records, read_lines
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.partitions import days_between
 from backfill_platform.specs.common import FIELD_TYPES
@@ -121,13 +121,6 @@ def ingest_window(
     lines = read_lines(spark, files)
     classified = classify_window(parse_records(lines, spec), start, end).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        unlisted = (
-            classified.where(F.col("_source_file").startswith(UNKNOWN_FILE)).select("_source_file").limit(3)
-        )
-        if unlisted.count():
-            raise RuntimeError(
-                f"read files the archive listing does not name: {[r[0] for r in unlisted.collect()]}"
-            )
         ensure_stream_tables(spark, spec)
         events = classified.where(F.col("_copy") == 1).select(*(name for name, _ in events_columns(spec)))
         events_snapshot = replace_range(

@@ -19,7 +19,6 @@ from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 
 CORRUPT = "_corrupt_record"
-UNKNOWN_FILE = "unlisted:"  # prefix of `_source_file` for a file Spark read but the listing did not name
 # Checked in this order; the first that applies is the record's reason.
 REASONS = (
     "malformed_json",
@@ -46,6 +45,10 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile]) -> DataFrame:
         "_uri string, _source_file string, _ingestion_time timestamp",
     )
     whole = spark.read.text([f.path for f in files], wholetext=True)
+    listed = {spark_file_name(spark, f.path) for f in files}
+    unlisted = sorted(set(whole.inputFiles()) - listed)
+    if unlisted:  # checked on the file index, before any data is read
+        raise RuntimeError(f"Spark would read files the archive listing does not name: {unlisted[:3]}")
     lines = (
         whole.select(F.input_file_name().alias("_uri"), F.split("value", "\n").alias("_lines"))
         .select("_uri", F.size("_lines").alias("_n"), F.posexplode("_lines").alias("_pos", "line"))
@@ -57,12 +60,7 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile]) -> DataFrame:
             F.regexp_replace("line", "\r$", "").alias("line"),
         )
     )
-    # A left join: a line whose file the manifest does not know keeps a null `_source_file` and stops
-    # the ingestion (see `ingest_window`) instead of vanishing before anything counts it.
-    return lines.join(F.broadcast(manifest), "_uri", "left").select(
-        F.coalesce("_source_file", F.concat(F.lit(UNKNOWN_FILE), "_uri")).alias("_source_file"),
-        *schema_names(schema)[1:],
-    )
+    return lines.join(F.broadcast(manifest), "_uri").select(*schema_names(schema))
 
 
 def spark_file_name(spark: SparkSession, path: str) -> str:
@@ -101,6 +99,7 @@ def _event_time(spec: StreamSpec, version: SchemaVersion) -> Column:
 def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, Column], Column]:
     """The version's payload as latest-schema columns, and the name of its first ill-typed field."""
     columns = {name: _raw(name).cast(FIELD_TYPES[kind]) for name, kind in version.fields.items()}
+    types = dict(version.fields)
     invalid = [
         F.when(_raw(name).isNotNull() & columns[name].isNull(), F.lit(name))
         for name, kind in version.fields.items()
@@ -109,16 +108,22 @@ def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, C
     for step in version.upcast:
         if step.rename is not None:
             columns[step.rename["to"]] = columns.pop(step.rename["from"])
+            types[step.rename["to"]] = types.pop(step.rename["from"])
         elif step.default is not None:
             name = step.default["field"]
             columns[name] = F.lit(step.default["value"]).cast(FIELD_TYPES[latest[name]])
+            types[name] = latest[name]
         elif step.cast is not None:
             name, before = step.cast["field"], columns[step.cast["field"]]
-            columns[name] = before.cast(FIELD_TYPES[step.cast["type"]])
-            # A value that survives its own type but not the upcast is as invalid as a mistyped one.
-            invalid.append(F.when(before.isNotNull() & columns[name].isNull(), F.lit(name)))
+            after = before.cast(FIELD_TYPES[step.cast["type"]])
+            # A value the upcast loses (unparseable, overflowed, truncated) is as invalid as a mistyped
+            # one: it must round-trip to what the record said.
+            lossy = after.isNull() | (after.cast(FIELD_TYPES[types[name]]) != before)
+            invalid.append(F.when(before.isNotNull() & lossy, F.lit(name)))
+            columns[name], types[name] = after, step.cast["type"]
         elif step.drop is not None:
             del columns[step.drop]
+            del types[step.drop]
     return columns, F.coalesce(*invalid, F.lit(None).cast("string"))
 
 

@@ -35,6 +35,8 @@ class IngestionRow:
     events_snapshot_id: int | None
     checks_passed: bool
     failed_checks: str | None
+    events_rows: int | None = None
+    events_row_hash: str | None = None
 
 
 @dataclass
@@ -94,7 +96,11 @@ def ensure_ledger(spark: SparkSession) -> None:
     """
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ledger_table(spark).rsplit('.', 1)[0]}")
     for identifier, row_type in ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow)):
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier} ({_ddl(row_type)}) USING iceberg")
+        # Rows are keyed: MERGEs of different rows need not conflict with concurrent appends.
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {identifier} ({_ddl(row_type)}) USING iceberg "
+            "TBLPROPERTIES ('write.merge.isolation-level'='snapshot')"
+        )
         existing = set(spark.table(identifier).columns)
         missing = [part for part in _ddl(row_type).split(", ") if part.split(" ")[0] not in existing]
         if missing:
@@ -170,8 +176,16 @@ def ledger(spark: SparkSession, dataset: str | None = None) -> DataFrame:
     return df.where(F.col("dataset") == dataset) if dataset else df
 
 
-def record_ingestions(spark: SparkSession, spec, result, run_id: str, failed: dict[str, list[str]]) -> None:
-    """One `platform.ingestions` row per event-time day of an events run, with its check verdicts."""
+def record_ingestions(
+    spark: SparkSession,
+    spec,
+    result,
+    run_id: str,
+    failed: dict[str, list[str]],
+    fingerprints: dict[str, tuple[int, str]],
+) -> None:
+    """One `platform.ingestions` row per event-time day of an events run: figures, verdicts, and the
+    fingerprint of the events those verdicts are about."""
     recorded = now()
     append(
         spark,
@@ -191,6 +205,8 @@ def record_ingestions(spark: SparkSession, spec, result, run_id: str, failed: di
                 events_snapshot_id=result.events_snapshot_id,
                 checks_passed=not failed.get(day),
                 failed_checks=",".join(failed.get(day, [])) or None,
+                events_rows=fingerprints[day][0],
+                events_row_hash=fingerprints[day][1],
             )
             for day, f in sorted(result.partitions.items())
         ],

@@ -15,6 +15,7 @@ from dagster import (
     asset,
 )
 from pydantic import Field
+from pyspark.sql import functions as F
 
 from backfill_platform.events.assets import events_key
 from backfill_platform.events.ingest import events_table
@@ -49,6 +50,7 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import BACKFILL_TAG, REASON_TAG, run_properties
 from backfill_platform.validation.buckets import partition_fingerprints
+from backfill_platform.validation.checksums import day_fingerprints
 
 
 class ShadowConfig(Config):
@@ -141,6 +143,8 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         events = session.sql(f"SELECT * FROM {source}{pinned}").where(
             in_range("event_time", window.start, window.end)
         )
+        ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
+        events_fingerprints = day_fingerprints(events, F.to_date("event_time"), days)
         # Persisted: the range check before the write and the write itself must not run the transform twice.
         output = conform(transform(events), spec, version).persist()
         target = shadow_table(session, spec, version)
@@ -153,9 +157,8 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
 
         shadow = read_range(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
-        ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
         validation = validate_shadow(
-            key, spec, version, events, shadow, production, days, ingestions, max_ratio
+            key, spec, version, events, shadow, production, days, ingestions, events_fingerprints, max_ratio
         )
         fingerprints = partition_fingerprints(shadow, spec, [date.fromisoformat(d) for d in days])
         record_validation(

@@ -213,20 +213,31 @@ def divergence_check(
 
 
 def events_validated_check(
-    key: AssetKey, days: list[str], ingestions: dict[str, dict], validation: ShadowValidation
+    key: AssetKey,
+    days: list[str],
+    ingestions: dict[str, dict],
+    events: dict[str, tuple[int, str]],
+    validation: ShadowValidation,
 ) -> AssetCheckResult:
-    """Each day's events were ingested and passed their own blocking checks.
+    """Each day's events were ingested, passed their own blocking checks, and are still those events.
 
     Without this, a day whose events were never loaded would validate trivially (0 rows expected,
-    0 found) and promotion would empty that production partition.
+    0 found) and promotion would empty that production partition; and events rewritten by a run that
+    died before its checks would be trusted on an older run's verdict.
     """
     problems = {}
     for day in days:
         ingestion = ingestions.get(day)
         if ingestion is None:
             problems[day] = "events never ingested"
+        elif ingestion["checks_passed"] is None:
+            problems[day] = "ingested before verdicts were recorded: re-materialize the events of this day"
         elif not ingestion["checks_passed"]:
             problems[day] = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
+        elif (ingestion.get("events_rows"), ingestion.get("events_row_hash")) != events[day]:
+            problems[day] = (
+                f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
+            )
     validation.fail(EVENTS_VALIDATED, sorted(problems))
     return AssetCheckResult(
         asset_key=key,
@@ -251,13 +262,14 @@ def validate_shadow(
     production: DataFrame,
     days: list[str],
     ingestions: dict[str, dict],
+    events_fingerprints: dict[str, tuple[int, str]],
     max_divergence_ratio: float | None,
 ) -> ShadowValidation:
     validation = ShadowValidation(days=days)
     expected = expected_from_events(events, spec)
     validation.actual = actual_figures(shadow, spec)
     validation.results = [
-        events_validated_check(key, days, ingestions, validation),
+        events_validated_check(key, days, ingestions, events_fingerprints, validation),
         row_count_check(key, days, expected, validation.actual, validation),
         checksum_check(key, spec, days, expected, validation.actual, validation),
         schema_check(key, spec, version, shadow, validation),

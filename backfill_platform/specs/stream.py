@@ -110,6 +110,9 @@ class StreamSpec(SpecModel):
     partition_grain: Literal["day"] = "day"
     first_partition: date
     max_quarantine_ratio: float = Field(default=0.01, ge=0, le=1)
+    allow_empty_partitions: bool = Field(
+        default=False, description="A day without any archive record is normal (otherwise it fails a check)."
+    )
     max_partitions_per_run: int | None = Field(
         default=None, ge=1, description="Split backfills into runs of this many days (default: one run)."
     )

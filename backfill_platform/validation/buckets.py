@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.validation.checksums import hash_sum
+from backfill_platform.validation.checksums import day_fingerprints, hash_sum
 
 Bucket = tuple[str, int]  # (ISO day, hour)
 
@@ -88,13 +88,9 @@ def partition_fingerprints(
     table: DataFrame, spec: DatasetSpec, days: list[date]
 ) -> dict[str, tuple[int, str]]:
     """(rows, row hash sum) per partition; an empty partition is (0, '0')."""
-    rows = (
-        table.groupBy(F.col(spec.partition_column).alias("day"))
-        .agg(F.count(F.lit(1)).alias("n"), hash_sum(list(spec.columns)).alias("h"))
-        .collect()
+    return day_fingerprints(
+        table.select(*spec.columns), F.col(spec.partition_column), [d.isoformat() for d in days]
     )
-    found = {row["day"].isoformat(): (row["n"], str(row["h"])) for row in rows}
-    return {day.isoformat(): found.get(day.isoformat(), (0, "0")) for day in days}
 
 
 def failing_buckets(

@@ -19,3 +19,14 @@ def checksum(df: DataFrame, columns: list[str] | None = None) -> tuple[int, str]
     """(row count, hash sum) of a DataFrame over `columns` (default: all of them)."""
     row = df.agg(F.count(F.lit(1)).alias("n"), hash_sum(columns or df.columns).alias("h")).collect()[0]
     return row["n"], str(row["h"] or 0)
+
+
+def day_fingerprints(df: DataFrame, day: Column, days: list[str]) -> dict[str, tuple[int, str]]:
+    """(rows, hash sum over every column) per day; a day without rows is (0, '0')."""
+    rows = (
+        df.groupBy(day.alias("_day"))
+        .agg(F.count(F.lit(1)).alias("n"), hash_sum(df.columns).alias("h"))
+        .collect()
+    )
+    found = {row["_day"].isoformat(): (row["n"], str(row["h"])) for row in rows}
+    return {d: found.get(d, (0, "0")) for d in days}
