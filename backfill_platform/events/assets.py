@@ -88,18 +88,20 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
                 )
             )
         context.log.info(ingest_report(result))
-        checks = [
-            reconciliation_check(session, spec, key, result, window.start, window.end),
-            quarantine_ratio_check(spec, key, result),
-            schema_check(session, spec, key, window.start, window.end),
-            records_present_check(spec, key, result),
-        ]
-        # Shadows of later runs only build on days whose events passed these checks, and only while the
-        # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
+        # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
         written = session.sql(
             f"SELECT * FROM {events_table(session, spec)} VERSION AS OF {result.events_snapshot_id}"
         ).where(in_range("event_time", window.start, window.end))
         fingerprints = day_fingerprints(written, F.to_date("event_time"), sorted(result.partitions))
+        rows_by_day = {day: rows for day, (rows, _) in fingerprints.items()}
+        checks = [
+            reconciliation_check(session, spec, key, result, rows_by_day, window.start, window.end),
+            quarantine_ratio_check(spec, key, result),
+            schema_check(spec, key, written),
+            records_present_check(spec, key, result),
+        ]
+        # Shadows of later runs only build on days whose events passed these checks, and only while the
+        # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
         record_ingestions(
             session,
             spec,

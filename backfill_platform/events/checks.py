@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetKey, MetadataValue
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.events.ingest import IngestResult, events_columns, events_table, quarantine_table
+from backfill_platform.events.ingest import IngestResult, events_columns, quarantine_table
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.validation.markdown import markdown_table
@@ -40,10 +40,18 @@ def _counts_by_day(
 
 
 def reconciliation_check(
-    spark: SparkSession, spec: StreamSpec, key: AssetKey, result: IngestResult, start: datetime, end: datetime
+    spark: SparkSession,
+    spec: StreamSpec,
+    key: AssetKey,
+    result: IngestResult,
+    written: dict[str, int],
+    start: datetime,
+    end: datetime,
 ) -> AssetCheckResult:
-    """records read = rows in the events table + duplicates removed + rows in quarantine, per partition."""
-    written = _counts_by_day(spark, events_table(spark, spec), "event_time", start, end)
+    """records read = rows in the events table + duplicates removed + rows in quarantine, per partition.
+
+    `written` is the events rows per day as read back from the table the run committed.
+    """
     quarantined = _counts_by_day(spark, quarantine_table(spark, spec), "attributed_time", start, end)
     rows, broken = [], []
     for day, figures in sorted(result.partitions.items()):
@@ -120,11 +128,8 @@ def records_present_check(spec: StreamSpec, key: AssetKey, result: IngestResult)
     )
 
 
-def schema_check(
-    spark: SparkSession, spec: StreamSpec, key: AssetKey, start: datetime, end: datetime
-) -> AssetCheckResult:
-    """The written events match the latest schema; id, time and ingestion metadata are never null."""
-    df = spark.table(events_table(spark, spec)).where(in_range("event_time", start, end))
+def schema_check(spec: StreamSpec, key: AssetKey, df: DataFrame) -> AssetCheckResult:
+    """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null."""
     required = {
         "event_id",
         "event_time",

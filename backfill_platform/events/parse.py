@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.archive.listing import HOUR, ArchiveFile
+from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 
@@ -202,9 +203,7 @@ def classify_window(records: DataFrame, start: datetime, end: datetime) -> DataF
     `_copy` is 1 for the kept copy (earliest ingestion, then file and line), >1 for duplicates and null
     for quarantined records; `_payloads` is how many distinct raw lines the id arrived with.
     """
-    mine = records.where(
-        (F.col("_attributed_time") >= F.lit(start)) & (F.col("_attributed_time") < F.lit(end))
-    )
+    mine = records.where(in_range("_attributed_time", start, end))
     admissible = F.col("_reason").isNull()
     # Copies are grouped per event-time day, so the outcome never depends on which range a run covers;
     # quarantined copies of an id (e.g. a too-late redelivery) are not copies of the admissible event.

@@ -22,11 +22,3 @@ def parse_duration(text: str | int | timedelta) -> timedelta:
     for amount, unit in _PART.findall(cleaned):
         total += timedelta(**{_UNITS[unit]: int(amount)})
     return total
-
-
-def format_duration(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
