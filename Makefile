@@ -23,6 +23,8 @@ INSTALL_STAMP := $(VENV)/.install-stamp
 JAVA ?= java
 SQLITE_JDBC_JAR ?= /usr/share/java/sqlite-jdbc.jar
 JARJAR_JAR ?= /usr/share/java/jarjar.jar
+# Headless browser of the UI tests (driven by the `playwright` package, which downloads no browser).
+CHROMIUM ?= /usr/bin/chromium
 # Override to dry-run the install branch, e.g. `make system-deps APT_GET='echo apt-get' JAVA=nojava`.
 APT_GET ?= apt-get
 
@@ -52,6 +54,7 @@ system-deps:
 	command -v $(JAVA) >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless); \
 	[ -e $(SQLITE_JDBC_JAR) ] || missing+=(libxerial-sqlite-jdbc-java); \
 	[ -e $(JARJAR_JAR) ] || missing+=(libjarjar-java); \
+	[ -e $(CHROMIUM) ] || missing+=(chromium); \
 	if [ $${#missing[@]} -eq 0 ]; then exit 0; fi; \
 	echo "setup: missing system packages: $${missing[*]}"; \
 	if ! command -v $(firstword $(APT_GET)) >/dev/null 2>&1; then \

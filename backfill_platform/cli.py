@@ -100,20 +100,39 @@ def _console():
     return Console(width=160)
 
 
+def _report_to_dagster(materializations: list) -> None:
+    """Record in the Dagster instance what production holds now for each day a command changed, so the
+    UI's partitions of `prod/<dataset>` match the table. Only where an instance is configured."""
+    import os
+
+    if not os.environ.get("DAGSTER_HOME"):
+        click.echo("note: DAGSTER_HOME is not set, so the Dagster UI was not told about these days")
+        return
+    from dagster import DagsterInstance
+
+    with DagsterInstance.get() as instance:
+        for materialization in materializations:
+            instance.report_runless_asset_event(materialization)
+    click.echo(f"reported {len(materializations)} day(s) of production to the Dagster instance")
+
+
 @main.command()
 @click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
 @click.option("--snapshot", type=int, default=None, help="Promotion snapshot id [the latest not reverted].")
 @click.option("--reason", default="revert", show_default=True, help="Recorded on the revert's snapshot.")
 def revert(dataset: str, snapshot: int | None, reason: str) -> None:
     """Restore exactly the partitions of one promotion to their previous contents (one commit)."""
+    from backfill_platform.promotion.jobs import revert_materializations
     from backfill_platform.promotion.revert import revert_promotion
 
+    spec = _dataset(dataset)
     with _refusals():
-        result = revert_promotion(_spark(), _dataset(dataset), snapshot, reason)
+        result = revert_promotion(_spark(), spec, snapshot, reason)
     click.echo(
-        f"reverted promotion {result.promotion_snapshot_id} of {dataset} for [{result.start}, {result.end}): "
+        f"reverted promotion {result.promotion_snapshot_id} of {dataset} for {', '.join(result.days)}: "
         f"snapshot {result.snapshot_id}, {result.rows_restored:,} rows restored"
     )
+    _report_to_dagster(revert_materializations(spec, result, reason))
 
 
 @main.command()
@@ -127,12 +146,17 @@ def revert(dataset: str, snapshot: int | None, reason: str) -> None:
 def adopt(dataset: str, source: str, start, end, reason: str) -> None:
     """Register existing data as production (recorded, unvalidated; never overwrites)."""
     from backfill_platform.promotion.adopt import adopt as adopt_range
+    from backfill_platform.promotion.adopt import adopted_rows_by_day
+    from backfill_platform.promotion.jobs import adopt_materializations
 
+    spec, spark = _dataset(dataset), _spark()
     with _refusals():
-        snapshot = adopt_range(_spark(), _dataset(dataset), source, start.date(), end.date(), reason)
+        snapshot = adopt_range(spark, spec, source, start.date(), end.date(), reason)
     click.echo(
         f"adopted {source} [{start.date()}, {end.date()}) into production {dataset}: snapshot {snapshot}"
     )
+    rows = adopted_rows_by_day(spark, spec, snapshot)
+    _report_to_dagster(adopt_materializations(spec, snapshot, rows, source, reason))
 
 
 @main.command()
@@ -169,11 +193,19 @@ def drop_shadow_command(dataset: str, version: str) -> None:
 @click.option("--dataset", required=True)
 @click.option("--version", default=None, help="[the active one]")
 def ledger_command(dataset: str, version: str | None) -> None:
-    """Per-day audit trail of a dataset version, read from the ledger."""
+    """Per-day audit trail of a dataset version, read from the ledger after reconciling it with
+    production's history (a promotion, revert or adoption that died before its ledger write)."""
+    from backfill_platform.ledger.reconcile import reconcile_ledger
     from backfill_platform.report import promotion_report
 
-    spec = _dataset(dataset)
-    _console().print(promotion_report(_spark(), dataset, version or spec.active_version))
+    spec, spark = _dataset(dataset), _spark()
+    repaired = reconcile_ledger(spark, spec)
+    if repaired.changed:
+        click.echo(
+            f"ledger repaired from production's history: {len(repaired.updated)} row(s) corrected, "
+            f"{len(repaired.inserted)} adopted row(s) added"
+        )
+    _console().print(promotion_report(spark, dataset, version or spec.active_version))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dagster import Definitions, in_process_executor
 
 from backfill_platform.archive.assets import build_archive_asset
+from backfill_platform.automation.sensor import automation_sensor
 from backfill_platform.events.assets import build_events_asset
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 from backfill_platform.promotion.assets import build_production_asset
@@ -26,6 +27,7 @@ def build_definitions(specs: SpecSet | None = None) -> Definitions:
     return Definitions(
         assets=assets,
         jobs=[revert_promotion_job],
+        sensors=[automation_sensor()],
         resources={"catalog": catalog, "spark": spark_from_env(catalog)},
         # Spark steps share the run's session: one JVM per run, not one per step.
         executor=in_process_executor,

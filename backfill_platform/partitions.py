@@ -6,14 +6,12 @@ partitions; everything else imports these definitions.
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime, timedelta
 
 from dagster import (
     BackfillPolicy,
     DailyPartitionsDefinition,
     HourlyPartitionsDefinition,
-    TimeWindowPartitionMapping,
 )
 
 from backfill_platform.specs.stream import StreamSpec
@@ -29,14 +27,6 @@ def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
     # The first event day can be fed by files ingested the hour before it (producers' clock skew).
     first = datetime.combine(spec.first_partition - DAY, datetime.min.time())
     return HourlyPartitionsDefinition(start_date=first.strftime("%Y-%m-%d-%H:%M"), timezone="UTC")
-
-
-def archive_to_events_mapping(spec: StreamSpec) -> TimeWindowPartitionMapping:
-    """An event day depends on the ingestion hours from the day before (skew) to its lateness horizon."""
-    days_after = math.ceil((spec.allowed_lateness + timedelta(hours=1)) / DAY)
-    return TimeWindowPartitionMapping(
-        start_offset=-1, end_offset=days_after, allow_nonexistent_upstream_partitions=True
-    )
 
 
 def backfill_policy(max_partitions_per_run: int | None) -> BackfillPolicy:

@@ -8,6 +8,7 @@ and changes no code.
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 DATA_DIR_ENV = "BACKFILL_PLATFORM_DATA"
@@ -28,3 +29,8 @@ def data_dir() -> Path:
 def env_or(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()
     return value or default
+
+
+def now() -> datetime:
+    """The platform's clock (UTC). Tests replace it to put themselves before or after a day settles."""
+    return datetime.now(UTC)

@@ -110,3 +110,53 @@ def events_materialized(truth, playback, spark_resource):
     )
     assert result.success
     return result
+
+
+# --- one `dagster dev` (webserver + daemon) for every end-to-end UI/GraphQL test of the session -------
+
+
+@pytest.fixture(scope="session")
+def dagster_dev_specs(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extra spec folder `dagster dev` loads (BACKFILL_PLATFORM_SPECS): the gap stream and dataset.
+
+    A test module that needs another stream or dataset in the UI adds it here; the webserver reads
+    its specs once, at start.
+    """
+    from backfill_platform_tests.dagster_dev import GAP_DATASET, GAP_HOUR, GAP_STREAM, write_stream_copy
+
+    folder = tmp_path_factory.mktemp("dagster_dev_specs")
+    write_stream_copy(folder, data_dir, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR])
+    return folder
+
+
+@pytest.fixture(scope="session")
+def dagster_dev(truth, data_dir: Path, dagster_dev_specs: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`dagster dev` on a free loopback port, its own DAGSTER_HOME, the session's data directory."""
+    from backfill_platform_tests.dagster_dev import dagster_dev_server
+
+    with dagster_dev_server(
+        data_dir, tmp_path_factory.mktemp("dagster_dev_home"), [dagster_dev_specs]
+    ) as dev:
+        yield dev
+
+
+@pytest.fixture(scope="session")
+def views_backfill(dagster_dev) -> dict:
+    """events → shadow v2 → production of `views_per_title` over VIEWS_BACKFILL_DAYS, launched through
+    GraphQL as the UI does and waited for; the final `partitionBackfillOrError` (any end status)."""
+    from backfill_platform_tests.dagster_dev import (
+        VIEWS_BACKFILL_ASSETS,
+        VIEWS_BACKFILL_DAYS,
+        VIEWS_BACKFILL_TAGS,
+        launch_backfill,
+        wait_for_backfill,
+    )
+
+    backfill_id = launch_backfill(
+        dagster_dev,
+        VIEWS_BACKFILL_ASSETS,
+        VIEWS_BACKFILL_DAYS,
+        title=f"views_per_title v2, {len(VIEWS_BACKFILL_DAYS)} days, through GraphQL",
+        tags=VIEWS_BACKFILL_TAGS,
+    )
+    return wait_for_backfill(dagster_dev, backfill_id)

@@ -20,8 +20,10 @@ def test_definitions_load_with_archive_to_events_lineage(data_dir):
     assert node.backfill_policy.policy_type == BackfillPolicyType.SINGLE_RUN
     assert {"spark", "iceberg"} <= set(node.kinds)
     checks = {key.name for key in graph.asset_check_keys if key.asset_key == events}
-    assert checks == {"reconciliation", "quarantine_ratio", "schema", "records_present"}
-    assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == events)
+    assert checks == {"reconciliation", "quarantine_ratio", "schema", "records_present", "settled"}
+    specs = [graph.get_check_spec(k) for k in graph.asset_check_keys if k.asset_key == events]
+    # Blocking, and partitioned: each day of a range run gets its own verdict.
+    assert all(s.blocking and s.partitions_def == node.partitions_def for s in specs)
 
 
 def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
@@ -41,5 +43,8 @@ def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
         "divergence_vs_production",
     }
     assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == v2)
+    # Only the active version is on the production path's group; others are kept apart.
+    assert graph.get(v2).group_name == graph.get(production).group_name == "views_per_title"
+    assert graph.get(v1).group_name == "views_per_title_other_versions"
     assert {k.name for k in graph.asset_check_keys if k.asset_key == production} == {"promotion_verified"}
     assert definitions.get_job_def("revert_promotion_job") is not None

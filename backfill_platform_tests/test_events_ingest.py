@@ -34,11 +34,16 @@ def test_range_is_one_run_with_a_materialization_per_partition(materialized):
     assert len(events) == DAYS and materialized.run_id
 
 
-def test_blocking_checks_pass_with_numbers(materialized):
-    checks = {e.check_name: e for e in materialized.get_asset_check_evaluations()}
-    assert set(checks) == {"reconciliation", "quarantine_ratio", "schema", "records_present"}
+def test_every_check_has_a_verdict_per_day_with_that_days_numbers(materialized, truth):
+    checks = {(e.check_name, e.partition): e for e in materialized.get_asset_check_evaluations()}
+    names = {"reconciliation", "quarantine_ratio", "schema", "records_present", "settled"}
+    days = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
+    assert set(checks) == {(name, day) for name in names for day in days}
     assert all(c.passed for c in checks.values())
-    assert checks["reconciliation"].metadata["partitions_checked"].value == DAYS
+    for day in days:
+        reconciliation = {k: v.value for k, v in checks[("reconciliation", day)].metadata.items()}
+        assert reconciliation["read"] == truth["partitions"][day]["records"], day
+        assert reconciliation["unaccounted"] == 0
 
 
 def test_events_match_generator_truth_per_day(materialized, truth, spark, playback):
@@ -63,13 +68,12 @@ def test_events_match_generator_truth_per_day(materialized, truth, spark, playba
         assert by_day[day]["late"] == expected["late"], day
 
 
-def test_run_metadata_matches_truth_and_reconciles(materialized, truth):
-    observations = [
-        e.event_specific_data.asset_observation
-        for e in materialized.all_events
-        if e.event_type_value == "ASSET_OBSERVATION"
+def test_each_days_materialization_carries_that_days_figures(materialized, truth):
+    materializations = [
+        e.event_specific_data.materialization for e in materialized.get_asset_materialization_events()
     ]
-    by_partition = {o.partition: {k: v.value for k, v in o.metadata.items()} for o in observations}
+    by_partition = {m.partition: {k: v.value for k, v in m.metadata.items()} for m in materializations}
+    assert len(by_partition) == DAYS
     for day, figures in by_partition.items():
         expected = truth["partitions"][day]
         assert figures["records"] == expected["records"]

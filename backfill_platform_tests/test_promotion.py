@@ -128,13 +128,13 @@ def test_a_bad_shadow_never_reaches_production(ready, spark, spark_resource, pla
     assert not alone.success
     assert prod_state(spark, good) == before
     with pytest.raises(PromotionRefused, match="blocking checks failed"):
-        promote(spark, bad, D1, D2 + timedelta(days=1))
+        promote(spark, bad, playback, D1, D2 + timedelta(days=1))
 
 
 def test_promotion_refuses_when_checks_never_ran(ready, spark, playback):
     spec = dataset("views_never", active="v1")
     with pytest.raises(PromotionRefused, match="never materialized"):
-        promote(spark, spec, D1, D2)
+        promote(spark, spec, playback, D1, D2)
 
 
 def test_promotion_refuses_a_shadow_changed_after_validation(ready, spark, spark_resource, playback):
@@ -142,7 +142,7 @@ def test_promotion_refuses_a_shadow_changed_after_validation(ready, spark, spark
     assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1).success
     spark.sql(f"DELETE FROM {shadow_table(spark, spec, 'v2')} WHERE event_hour = 3")
     with pytest.raises(PromotionRefused, match="changed after its validation"):
-        promote(spark, spec, D1, D2)
+        promote(spark, spec, playback, D1, D2)
 
 
 def test_promotion_is_one_snapshot_over_adopted_history(ready, spark, spark_resource, playback):
@@ -294,7 +294,7 @@ def test_promotion_refuses_days_whose_checks_never_ran(ready, spark, spark_resou
     spec = dataset("views_partial")
     assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1).success
     with pytest.raises(PromotionRefused, match=f"{D2.isoformat()}: the checks of shadow v2 never ran"):
-        promote(spark, spec, D1, D3)
+        promote(spark, spec, playback, D1, D3)
     assert not table_exists(spark, production_table(spark, spec)) or prod_state(spark, spec)[0] is None
 
 
@@ -399,7 +399,8 @@ def test_events_rewritten_after_their_checks_block_the_shadow(ready, spark, spar
         result = run(spark_resource, [build_shadow_asset(spec, playback, "v2")], day, day)
         assert not result.success and "events_validated" in failed_checks(result)
         check = next(c for c in result.get_asset_check_evaluations() if c.check_name == "events_validated")
-        assert "changed after their checks" in check.metadata["problems"].value
+        assert check.partition == day.isoformat()
+        assert "changed after their checks" in check.metadata["problem"].value
     finally:  # re-derive the day (and its verdict) for the tests that follow
         assert run(spark_resource, [build_events_asset(playback)], day, day).success
     assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], day, day).success

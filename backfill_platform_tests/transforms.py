@@ -31,3 +31,13 @@ def altered_aggregate(events: DataFrame) -> DataFrame:
 def without_excluded_day(events: DataFrame) -> DataFrame:
     """A fix that excludes one day's events entirely (e.g. found to be test traffic)."""
     return views_v2(events.where(F.to_date("event_time") != F.lit(EXCLUDED_DAY)))
+
+
+FLAKY_DAY = "2026-10-02"
+
+
+def dropped_rows_on_one_day(events: DataFrame) -> DataFrame:
+    """Loses about a tenth of the rows of FLAKY_DAY only: that day fails its checks, the others pass."""
+    views = views_v2(events)
+    lost = (F.col("event_date") == F.lit(FLAKY_DAY)) & (F.xxhash64("title_id", "event_hour") % 10 == 0)
+    return views.where(~lost)

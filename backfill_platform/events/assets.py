@@ -1,41 +1,49 @@
 """The events asset of a stream: the archive re-derived into a clean, event-time-partitioned table."""
 
+from collections.abc import Iterator
+
 from dagster import (
-    AssetCheckResult,
     AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
     AssetKey,
-    AssetObservation,
     AssetsDefinition,
-    MaterializeResult,
-    MetadataValue,
-    asset,
+    AssetSpec,
+    multi_asset,
 )
 from pyspark.sql import functions as F
 
+from backfill_platform import settings
 from backfill_platform.archive.assets import archive_key
 from backfill_platform.archive.listing import archive_for
+from backfill_platform.automation.conditions import events_condition
+from backfill_platform.automation.mapping import ArchiveReadWindowMapping
 from backfill_platform.events.checks import (
-    DAYS_FAILED_KEY,
-    QUARANTINE_RATIO,
-    RECONCILIATION,
-    RECORDS_PRESENT,
-    SCHEMA,
+    CHECK_DESCRIPTIONS,
+    SETTLED,
     quarantine_ratio_check,
     reconciliation_check,
     records_present_check,
     schema_check,
+    settled_check,
 )
-from backfill_platform.events.ingest import REASONS, IngestResult, events_table, ingest_window
+from backfill_platform.events.completeness import completeness
+from backfill_platform.events.ingest import (
+    REASONS,
+    IngestResult,
+    PartitionFigures,
+    events_table,
+    ingest_window,
+)
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range
 from backfill_platform.ledger.ledger import record_ingestions
-from backfill_platform.partitions import archive_to_events_mapping, backfill_policy, event_partitions
+from backfill_platform.partitions import backfill_policy, event_partitions
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
 from backfill_platform.validation.checksums import day_fingerprints
 from backfill_platform.validation.markdown import markdown_table
+from backfill_platform.validation.verdicts import PER_DAY, day_outcomes, failed_days, promotion_policy
 
 
 def events_key(spec: StreamSpec) -> AssetKey:
@@ -44,107 +52,100 @@ def events_key(spec: StreamSpec) -> AssetKey:
 
 def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
     key = events_key(spec)
+    partitions = event_partitions(spec)
 
-    @asset(
-        key=key,
-        deps=[AssetDep(archive_key(spec), partition_mapping=archive_to_events_mapping(spec))],
-        partitions_def=event_partitions(spec),
-        backfill_policy=backfill_policy(spec.max_partitions_per_run),
-        group_name=spec.name,
-        kinds={"spark", "iceberg"},
-        owners=[spec.owner],
-        description=(
-            f"`{spec.name}` events, one row per event id, in Iceberg table `{RAW_NAMESPACE}.{spec.events_table}` "
-            "partitioned by event-time day. A day reads every ingestion hour that can hold its events "
-            f"(clock skew {spec.clock_skew}, allowed lateness {spec.allowed_lateness}), upcasts every "
-            "schema version to the latest, keeps the earliest delivery of each id and sends what cannot be "
-            f"parsed or is outside the lateness horizon to `{RAW_NAMESPACE}.{spec.quarantine_table}` with "
-            "its reason. Re-running a range replaces exactly that range in one commit."
-        ),
-        metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
-        check_specs=[
-            AssetCheckSpec(
-                RECONCILIATION, asset=key, blocking=True, description="read = written + dup + quarantined"
-            ),
-            AssetCheckSpec(
-                QUARANTINE_RATIO, asset=key, blocking=True, description="quarantine under the bound"
-            ),
-            AssetCheckSpec(SCHEMA, asset=key, blocking=True, description="pandera model of the events"),
-            AssetCheckSpec(
-                RECORDS_PRESENT, asset=key, blocking=True, description="no day without archive records"
-            ),
+    @multi_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            AssetSpec(
+                key,
+                deps=[
+                    AssetDep(archive_key(spec), partition_mapping=ArchiveReadWindowMapping.for_stream(spec))
+                ],
+                partitions_def=partitions,
+                # A day that fails a blocking check is not materialized (see validation/verdicts.py).
+                skippable=True,
+                automation_condition=events_condition(spec),
+                group_name=spec.name,
+                kinds={"spark", "iceberg"},
+                owners=[spec.owner],
+                description=(
+                    f"`{spec.name}` events, one row per event id, in Iceberg table "
+                    f"`{RAW_NAMESPACE}.{spec.events_table}` partitioned by event-time day. A day reads every "
+                    f"ingestion hour that can hold its events (clock skew {spec.clock_skew}, allowed lateness "
+                    f"{spec.allowed_lateness}), upcasts every schema version to the latest, keeps the earliest "
+                    "delivery of each id and sends what cannot be parsed or is outside the lateness horizon to "
+                    f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
+                    "exactly that range in one commit. Each day is checked on its own; a day is only "
+                    "materialized once it passed, and only once it is settled (its lateness horizon passed "
+                    "and no ingestion hour is missing)."
+                ),
+                metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
+            )
         ],
+        check_specs=[
+            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
+            for name, text in CHECK_DESCRIPTIONS.items()
+        ],
+        # Makes the check outputs optional: verdicts are reported per day as check evaluations.
+        can_subset=True,
+        backfill_policy=backfill_policy(spec.max_partitions_per_run),
     )
-    def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> MaterializeResult:
+    def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
         session = spark.spark_session
         window = context.partition_time_window
+        per_day = promotion_policy(context.run.tags) == PER_DAY
         result = ingest_window(
             session, spec, archive_for(spec), window.start, window.end, run_properties(context)
         )
-        for figures in result.partitions.values():
-            context.log_event(
-                AssetObservation(
-                    asset_key=key, partition=figures.partition, metadata=partition_metadata(figures)
-                )
-            )
         context.log.info(ingest_report(result))
+        days = sorted(result.partitions)
         # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
         written = session.sql(
             f"SELECT * FROM {events_table(session, spec)} VERSION AS OF {result.events_snapshot_id}"
         ).where(in_range("event_time", window.start, window.end))
-        fingerprints = day_fingerprints(written, F.to_date("event_time"), sorted(result.partitions))
+        fingerprints = day_fingerprints(written, F.to_date("event_time"), days)
         rows_by_day = {day: rows for day, (rows, _) in fingerprints.items()}
-        checks = [
-            reconciliation_check(session, spec, key, result, rows_by_day, window.start, window.end),
-            quarantine_ratio_check(spec, key, result),
-            schema_check(spec, key, written),
-            records_present_check(spec, key, result),
+        verdicts = [
+            *reconciliation_check(session, spec, result, rows_by_day, window.start, window.end),
+            *quarantine_ratio_check(spec, result),
+            *schema_check(spec, written, days),
+            *records_present_check(spec, result),
+            *settled_check(spec, completeness(spec, result.files, result.partitions, settings.now())),
         ]
+        provisional = [v.day for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
         # Shadows of later runs only build on days whose events passed these checks, and only while the
         # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
+        failed = failed_days(verdicts)
         record_ingestions(
-            session,
-            spec,
-            result,
-            context.run.run_id,
-            failing_days(checks, list(result.partitions)),
-            fingerprints,
+            session, spec, result, context.run.run_id, failed, fingerprints, provisional=provisional
         )
-        return MaterializeResult(
-            metadata={
-                "table": events_table(session, spec),
-                "snapshot_id": str(result.events_snapshot_id),
-                "files": len(result.files),
-                "bytes": result.bytes,
-                "records": result.records,
-                "written": sum(p.written for p in result.partitions.values()),
-                "duplicates": sum(p.duplicates for p in result.partitions.values()),
-                "quarantined": sum(p.quarantined_total for p in result.partitions.values()),
-                "late": sum(p.late for p in result.partitions.values()),
-                "duration_s": MetadataValue.float(round(result.seconds, 2)),
-                "events_per_s": MetadataValue.float(round(result.events_per_second, 1)),
-                "by_partition": MetadataValue.md(ingest_report(result)),
-            },
-            check_results=checks,
+        day_metadata = {
+            day: {
+                **partition_metadata(result.partitions[day]),
+                "events_rows": fingerprints[day][0],
+                "events_hash_sum": fingerprints[day][1],
+                "checks_passed": day not in failed,
+                "provisional": day in provisional,
+            }
+            for day in days
+        }
+        yield from day_outcomes(
+            context,
+            key,
+            verdicts,
+            day_metadata,
+            {"table": events_table(session, spec), "snapshot_id": str(result.events_snapshot_id)},
+            per_day,
         )
 
     return _events
 
 
-def failing_days(checks: list[AssetCheckResult], days: list[str]) -> dict[str, list[str]]:
-    """Day -> names of the blocking checks that failed for it (a failed schema check fails every day)."""
-    failed: dict[str, list[str]] = {}
-    for check in checks:
-        if check.passed:
-            continue
-        named = check.metadata.get(DAYS_FAILED_KEY)
-        for day in named.value if named is not None else days:
-            failed.setdefault(day, []).append(check.check_name)
-    return failed
-
-
-def partition_metadata(figures) -> dict:
+def partition_metadata(figures: PartitionFigures) -> dict:
+    """One day's accounting, as the UI plots it across partitions."""
     return {
+        "archive_files": figures.archive_files,
         "records": figures.records,
         "written": figures.written,
         "duplicates": figures.duplicates,

@@ -1,29 +1,37 @@
-"""Blocking checks of the events asset: reconciliation, quarantine ratio, schema.
+"""Blocking checks of the events asset, one verdict per day: reconciliation, quarantine ratio, schema,
+records present, settled.
 
 Each check reads the tables back rather than trusting the figures the ingestion computed, and carries
-its numbers per partition as metadata.
+that day's numbers as metadata.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetKey, MetadataValue
+from dagster import MetadataValue
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from backfill_platform.events.completeness import DayCompleteness, format_hours
 from backfill_platform.events.ingest import IngestResult, events_columns, quarantine_table
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform.validation.markdown import markdown_table
 from backfill_platform.validation.schema import pandera_schema, validate_schema
+from backfill_platform.validation.verdicts import DayVerdict
 
 RECONCILIATION = "reconciliation"
 QUARANTINE_RATIO = "quarantine_ratio"
 SCHEMA = "schema"
 RECORDS_PRESENT = "records_present"
-# Metadata key under which a check lists the partitions it failed.
-DAYS_FAILED_KEY = "failed_partitions"
+SETTLED = "settled"
+CHECK_DESCRIPTIONS = {
+    RECONCILIATION: "records read = events written + duplicates + quarantined (read back), per day",
+    QUARANTINE_RATIO: "quarantined / read stays under the spec's bound, per day",
+    SCHEMA: "pandera model of the events: types, and id, time and ingestion metadata never null",
+    RECORDS_PRESENT: "the day has archive records (unless the spec allows empty days)",
+    SETTLED: "the day's lateness horizon passed and no ingestion hour of its read window is missing",
+}
 
 
 def _counts_by_day(
@@ -42,94 +50,89 @@ def _counts_by_day(
 def reconciliation_check(
     spark: SparkSession,
     spec: StreamSpec,
-    key: AssetKey,
     result: IngestResult,
     written: dict[str, int],
     start: datetime,
     end: datetime,
-) -> AssetCheckResult:
-    """records read = rows in the events table + duplicates removed + rows in quarantine, per partition.
+) -> list[DayVerdict]:
+    """records read = rows in the events table + duplicates removed + rows in quarantine, per day.
 
     `written` is the events rows per day as read back from the table the run committed.
     """
     quarantined = _counts_by_day(spark, quarantine_table(spark, spec), "attributed_time", start, end)
-    rows, broken = [], []
+    verdicts = []
     for day, figures in sorted(result.partitions.items()):
         in_events, in_quarantine = written.get(day, 0), quarantined.get(day, 0)
         balance = figures.records - in_events - figures.duplicates - in_quarantine
-        rows.append([day, figures.records, in_events, figures.duplicates, in_quarantine, balance])
-        if balance:
-            broken.append(day)
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=RECONCILIATION,
-        passed=not broken,
-        severity=AssetCheckSeverity.ERROR,
-        description="records read = written + duplicates + quarantined, per partition (read back)",
-        metadata={
-            "partitions_checked": len(rows),
-            DAYS_FAILED_KEY: MetadataValue.json(broken),
-            "records": sum(r[1] for r in rows),
-            "written": sum(r[2] for r in rows),
-            "by_partition": MetadataValue.md(
-                markdown_table(
-                    ["partition", "read", "written", "duplicates", "quarantined", "unaccounted"], rows
-                )
-            ),
-        },
-    )
+        metadata = {
+            "read": figures.records,
+            "written": in_events,
+            "duplicates": figures.duplicates,
+            "quarantined": in_quarantine,
+            "unaccounted": balance,
+        }
+        verdicts.append(DayVerdict(RECONCILIATION, day, balance == 0, metadata))
+    return verdicts
 
 
-def quarantine_ratio_check(spec: StreamSpec, key: AssetKey, result: IngestResult) -> AssetCheckResult:
-    rows, over = [], []
+def quarantine_ratio_check(spec: StreamSpec, result: IngestResult) -> list[DayVerdict]:
+    verdicts = []
     for day, figures in sorted(result.partitions.items()):
         ratio = figures.quarantined_total / figures.records if figures.records else 0.0
-        rows.append([day, figures.records, figures.quarantined_total, f"{ratio:.4%}"])
-        if ratio > spec.max_quarantine_ratio:
-            over.append(day)
-    worst = max(
-        (p.quarantined_total / p.records for p in result.partitions.values() if p.records), default=0.0
-    )
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=QUARANTINE_RATIO,
-        passed=not over,
-        severity=AssetCheckSeverity.ERROR,
-        description=f"quarantined / read <= {spec.max_quarantine_ratio:.2%} in every partition",
-        metadata={
-            "max_ratio": MetadataValue.float(worst),
+        metadata = {
+            "read": figures.records,
+            "quarantined": figures.quarantined_total,
+            "ratio": MetadataValue.float(ratio),
             "bound": MetadataValue.float(spec.max_quarantine_ratio),
-            DAYS_FAILED_KEY: MetadataValue.json(over),
-            "by_partition": MetadataValue.md(
-                markdown_table(["partition", "read", "quarantined", "ratio"], rows)
-            ),
-        },
-    )
+            **{f"quarantined_{reason}": n for reason, n in figures.quarantined.items() if n},
+        }
+        verdicts.append(DayVerdict(QUARANTINE_RATIO, day, ratio <= spec.max_quarantine_ratio, metadata))
+    return verdicts
 
 
-def records_present_check(spec: StreamSpec, key: AssetKey, result: IngestResult) -> AssetCheckResult:
+def records_present_check(spec: StreamSpec, result: IngestResult) -> list[DayVerdict]:
     """A day with no archive records at all is a missing or expired archive, not a quiet day.
 
     Left unchecked it would validate trivially downstream (0 rows expected, 0 found) and a promotion
     would empty production. Streams that can have empty days say so with `allow_empty_partitions`.
     """
-    empty = sorted(day for day, figures in result.partitions.items() if figures.records == 0)
-    failing = [] if spec.allow_empty_partitions else empty
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=RECORDS_PRESENT,
-        passed=not failing,
-        severity=AssetCheckSeverity.ERROR,
-        description="every day has archive records (unless the spec allows empty days)",
-        metadata={
-            "empty_partitions": MetadataValue.json(empty),
-            DAYS_FAILED_KEY: MetadataValue.json(failing),
-        },
-    )
+    return [
+        DayVerdict(
+            RECORDS_PRESENT,
+            day,
+            figures.records > 0 or spec.allow_empty_partitions,
+            {"read": figures.records, "archive_files": figures.archive_files},
+        )
+        for day, figures in sorted(result.partitions.items())
+    ]
 
 
-def schema_check(spec: StreamSpec, key: AssetKey, df: DataFrame) -> AssetCheckResult:
-    """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null."""
+def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[DayVerdict]:
+    """Every day's lateness horizon has passed and its read window has every ingestion hour.
+
+    An unsettled day would validate against itself and publish an undercount as validated. With the
+    spec's `provisional_promotion`, a day whose horizon is still ahead (and with no hole so far) passes
+    as provisional; it is recorded as such and validated again once settled.
+    """
+    verdicts = []
+    for day, status in sorted(days.items()):
+        provisional = not status.settled and spec.provisional_promotion and not status.missing_hours
+        metadata = {
+            "settles_at": status.horizon.strftime("%Y-%m-%d %H:%M UTC"),
+            "provisional": provisional,
+            "missing_hours": MetadataValue.text(format_hours(status.missing_hours) or "none"),
+            "hours_still_to_come": len(status.pending_hours),
+            "problem": MetadataValue.text(status.problem() or "none"),
+        }
+        verdicts.append(DayVerdict(SETTLED, day, status.settled or provisional, metadata))
+    return verdicts
+
+
+def schema_check(spec: StreamSpec, df: DataFrame, days: list[str]) -> list[DayVerdict]:
+    """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null.
+
+    pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
+    """
     required = {
         "event_id",
         "event_time",
@@ -139,13 +142,9 @@ def schema_check(spec: StreamSpec, key: AssetKey, df: DataFrame) -> AssetCheckRe
         "_ingestion_time",
     }
     outcome = validate_schema(df, pandera_schema(spec.events_table, events_columns(spec), required))
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=SCHEMA,
-        passed=outcome.passed,
-        severity=AssetCheckSeverity.ERROR,
-        metadata={
-            "errors": MetadataValue.json(outcome.errors),
-            "null_violations": MetadataValue.json(outcome.null_violations),
-        },
-    )
+    metadata = {
+        "errors": MetadataValue.json(outcome.errors),
+        "null_violations": MetadataValue.json(outcome.null_violations),
+        "scope": "the range validated in this run",
+    }
+    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]

@@ -152,6 +152,7 @@ class _Builder:
         self.cfg = config
         self.rng = random.Random(config.seed)
         self.lines: dict[int, list[str]] = {}
+        self.cutoff_ms: int | None = None  # no ingestion hour from here on (the archive's end)
         self.used_ids: set[str] = set()
         self.malformed_counter = self.rng.randrange(len(MALFORMED_KINDS))
         rng = self.rng
@@ -178,6 +179,8 @@ class _Builder:
                 return eid
 
     def emit(self, hb_ms: int, line: str) -> None:
+        if self.cutoff_ms is not None and hb_ms >= self.cutoff_ms:
+            return
         bucket = self.lines.get(hb_ms)
         if bucket is None:
             bucket = self.lines[hb_ms] = []
@@ -191,8 +194,13 @@ class _Builder:
         end_ms = start_ms + cfg.days * DAY_MS
         hour_total = self.hour_cum[-1]
         title_total = self.title_cum[-1]
-        for day in range(cfg.days):
+        # The stream does not stop at the last day: its next day's traffic keeps arriving until the last
+        # day's lateness horizon, so that every day of the range has a complete read window (settles).
+        horizon_ms = end_ms + int(cfg.allowed_lateness.total_seconds() * 1000) + HOUR_MS
+        for day in range(cfg.days + 1):
             day_ms = start_ms + day * DAY_MS
+            if day == cfg.days:
+                end_ms, self.cutoff_ms = end_ms + DAY_MS, horizon_ms
             produced = 0
             while produced < cfg.events_per_day:
                 hour = bisect_right(self.hour_cum, rng.random() * hour_total)

@@ -1,14 +1,14 @@
 """Iceberg table helpers: identifiers, creation, one-commit range replacement, snapshots.
 
-Every write of a time range goes through `replace_range`: one Iceberg `overwrite` commit that deletes
-exactly the rows of the range and adds the new ones, so partitions that became empty are emptied too
-and re-running the same range is idempotent.
+Every write of a time range goes through `replace_range` (or `replace_days` for a set of days): one
+Iceberg `overwrite` commit that deletes exactly the rows of the range and adds the new ones, so
+partitions that became empty are emptied too and re-running the same range is idempotent.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import date, datetime
 from typing import Any
 
@@ -62,13 +62,48 @@ def replace_range(
     outside = df.where(~in_range(column, start, end) | F.col(column).isNull()).limit(1).count()
     if outside:
         raise ValueError(f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}")
+    return _overwrite(df, identifier, in_range(column, start, end), properties, options)
+
+
+def replace_days(
+    df: DataFrame,
+    identifier: str,
+    column: str,
+    days: Collection[date],
+    properties: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> int:
+    """Replace every row whose `column` is one of `days` by `df`, in one commit; return the snapshot id.
+
+    The days need not be contiguous: a promotion that holds some days of its range back replaces the
+    others and leaves those untouched. As with `replace_range`, rows of other days are refused.
+    """
+    if not days:
+        raise ValueError(f"refusing to write {identifier}: no days to replace")
+    wanted = sorted(set(days))
+    outside = df.where(~F.col(column).isin(wanted) | F.col(column).isNull()).limit(1).count()
+    if outside:
+        listed = ", ".join(d.isoformat() for d in wanted)
+        raise ValueError(f"refusing to write {identifier}: rows outside the days [{listed}] on {column}")
+    return _overwrite(df, identifier, F.col(column).isin(wanted), properties, options)
+
+
+def _overwrite(
+    df: DataFrame,
+    identifier: str,
+    condition: Column,
+    properties: Mapping[str, Any] | None,
+    options: Mapping[str, str] | None,
+) -> int:
+    """One Iceberg `overwrite` commit: delete the rows matching `condition`, add `df`; tagged with a
+    write id so that the snapshot it created is found for sure."""
     write_id = uuid.uuid4().hex
     writer = df.writeTo(identifier)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
     for key, value in {**(properties or {}), WRITE_ID: write_id}.items():
         writer = writer.option(f"snapshot-property.{key}", str(value))
-    writer.overwrite(in_range(column, start, end))
+    writer.overwrite(condition)
     return snapshot_of_write(df.sparkSession, identifier, write_id)
 
 

@@ -3,12 +3,14 @@
 `platform.ingestions` has one row per stream, event-time day and events run: archive files, records
 read, events written, duplicates, quarantined, late. `platform.ledger` has one row per dataset, version,
 day and shadow run: the ingestion figures it was computed from, the shadow rows and checksum, the check
-verdicts, and — filled in later by the same row's promotion or revert — the production snapshot.
+verdicts, and the production snapshot that published it (or reverted it), derived from production's
+commit history by `ledger.reconcile` rather than written beside it.
 Together they prove nothing was lost or doubled, and reports read from them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, date, datetime
 
@@ -37,6 +39,8 @@ class IngestionRow:
     failed_checks: str | None
     events_rows: int | None = None
     events_row_hash: str | None = None
+    # Validated before the day's lateness horizon passed (the spec allows provisional promotion).
+    provisional: bool | None = None
 
 
 @dataclass
@@ -62,6 +66,10 @@ class LedgerRow:
     failed_checks: str | None = None
     check_digest: str | None = None
     diverging_rows: int | None = None
+    # The events the validation judged (rows, hash sum): promotion refuses once the events differ.
+    events_rows: int | None = None
+    events_row_hash: str | None = None
+    provisional: bool | None = None
     adopted: bool = False
     promoted_snapshot_id: int | None = None
     promoted_at: datetime | None = None
@@ -73,7 +81,8 @@ class LedgerRow:
 _SPARK_TYPES = {int: "bigint", str: "string", bool: "boolean", datetime: "timestamp", date: "date"}
 
 
-def _ddl(row_type: type) -> str:
+def ddl(row_type: type) -> str:
+    """Spark DDL of a row dataclass, in field order."""
     parts = []
     for f in fields(row_type):
         base = next(t for t in _SPARK_TYPES if t.__name__ in str(f.type))
@@ -98,11 +107,11 @@ def ensure_ledger(spark: SparkSession) -> None:
     for identifier, row_type in ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow)):
         # Rows are keyed: MERGEs of different rows need not conflict with concurrent appends.
         spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {identifier} ({_ddl(row_type)}) USING iceberg "
+            f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl(row_type)}) USING iceberg "
             "TBLPROPERTIES ('write.merge.isolation-level'='snapshot')"
         )
         existing = set(spark.table(identifier).columns)
-        missing = [part for part in _ddl(row_type).split(", ") if part.split(" ")[0] not in existing]
+        missing = [part for part in ddl(row_type).split(", ") if part.split(" ")[0] not in existing]
         if missing:
             spark.sql(f"ALTER TABLE {identifier} ADD COLUMNS ({', '.join(missing)})")
 
@@ -112,7 +121,7 @@ def append(spark: SparkSession, rows: list, row_type: type) -> None:
         return
     ensure_ledger(spark)
     target = ingestions_table(spark) if row_type is IngestionRow else ledger_table(spark)
-    df = spark.createDataFrame([tuple(asdict(r).values()) for r in rows], _ddl(row_type))
+    df = spark.createDataFrame([tuple(asdict(r).values()) for r in rows], ddl(row_type))
     df.writeTo(target).append()
 
 
@@ -143,33 +152,6 @@ def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: li
     return _latest_per_day(rows, days)
 
 
-def update_rows(spark: SparkSession, dataset: str, keys: list[tuple[str, date, str]], values: dict) -> None:
-    """Set `values` on the ledger rows identified by (version, partition, run_id), in one MERGE commit."""
-    if not keys:
-        return
-    source = spark.createDataFrame(keys, "version string, partition date, run_id string")
-    source.createOrReplaceTempView("_ledger_keys")
-    assignments = ", ".join(f"t.{column} = {_sql_literal(value)}" for column, value in values.items())
-    spark.sql(
-        f"MERGE INTO {ledger_table(spark)} t USING _ledger_keys s "
-        f"ON t.dataset = '{dataset}' AND t.version = s.version AND t.partition = s.partition "
-        f"AND t.run_id = s.run_id WHEN MATCHED THEN UPDATE SET {assignments}"
-    )
-
-
-def _sql_literal(value: object) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, datetime):
-        return f"TIMESTAMP '{value.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}'"
-    text = str(value).replace("'", "''")
-    return f"'{text}'"
-
-
 def ledger(spark: SparkSession, dataset: str | None = None) -> DataFrame:
     ensure_ledger(spark)
     df = spark.table(ledger_table(spark))
@@ -183,6 +165,7 @@ def record_ingestions(
     run_id: str,
     failed: dict[str, list[str]],
     fingerprints: dict[str, tuple[int, str]],
+    provisional: Collection[str] = (),
 ) -> None:
     """One `platform.ingestions` row per event-time day of an events run: figures, verdicts, and the
     fingerprint of the events those verdicts are about."""
@@ -207,6 +190,7 @@ def record_ingestions(
                 failed_checks=",".join(failed.get(day, [])) or None,
                 events_rows=fingerprints[day][0],
                 events_row_hash=fingerprints[day][1],
+                provisional=day in provisional,
             )
             for day, f in sorted(result.partitions.items())
         ],

@@ -10,14 +10,16 @@ from __future__ import annotations
 from datetime import date
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, replace_range
-from backfill_platform.ledger.ledger import LedgerRow, append, now
+from backfill_platform.ledger.commits import ACTION, ADOPTED_BY, DAYS, RANGE_END, RANGE_START, day_list
+from backfill_platform.ledger.ledger import ledger
+from backfill_platform.ledger.reconcile import ADOPTED, reconcile_ledger
 from backfill_platform.partitions import days_between
-from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START, fence_options
+from backfill_platform.promotion.promote import fence_options
 from backfill_platform.shadow.tables import conform, ensure_dataset_table, production_table, read_range
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.validation.buckets import partition_fingerprints
 
 
 class AdoptRefused(RuntimeError):
@@ -33,7 +35,12 @@ def adopt(
     reason: str,
     by: str = "cli",
 ) -> int | None:
-    """Register [start, end) of `source_table` as production; return the production snapshot id."""
+    """Register [start, end) of `source_table` as production; return the production snapshot id.
+
+    The ledger rows (version `adopted`, run `adopt-<snapshot>`) are derived from the commit by
+    `reconcile_ledger`, so an adoption that dies right after its commit is recorded by the next run.
+    """
+    reconcile_ledger(spark, spec)
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)
     head = current_snapshot_id(spark, target)
@@ -63,36 +70,24 @@ def adopt(
             "backfill_platform.dataset": spec.name,
             "backfill_platform.adopted-from": source_table,
             "backfill_platform.validated": "false",
+            ADOPTED_BY: by,
             "reason": reason,
             RANGE_START: start.isoformat(),
             RANGE_END: end.isoformat(),
+            DAYS: day_list(days_between(start, end)),
         },
         options=fence_options(head),
     )
-    days = days_between(start, end)
-    fingerprints = partition_fingerprints(read_range(spark, target, spec, start, end, snapshot), spec, days)
-    recorded = now()
-    append(
-        spark,
-        [
-            LedgerRow(
-                dataset=spec.name,
-                version="adopted",
-                partition=day,
-                run_id=f"adopt-{snapshot}",
-                recorded_at=recorded,
-                stream=spec.source_stream,
-                reason=reason,
-                shadow_rows=fingerprints[day.isoformat()][0],
-                shadow_row_hash=fingerprints[day.isoformat()][1],
-                checks_passed=None,
-                adopted=True,
-                promoted_snapshot_id=snapshot,
-                promoted_at=recorded,
-                promotion_run_id=by,
-            )
-            for day in days
-        ],
-        LedgerRow,
-    )
+    reconcile_ledger(spark, spec)
     return snapshot
+
+
+def adopted_rows_by_day(spark: SparkSession, spec: DatasetSpec, snapshot_id: int) -> dict[str, int]:
+    """Rows per day an adoption brought into production, as its ledger rows record them."""
+    rows = (
+        ledger(spark, spec.name)
+        .where((F.col("version") == ADOPTED) & (F.col("run_id") == f"adopt-{snapshot_id}"))
+        .select("partition", "shadow_rows")
+        .collect()
+    )
+    return {r["partition"].isoformat(): int(r["shadow_rows"]) for r in sorted(rows)}

@@ -1,17 +1,20 @@
 """The production asset of a dataset: materializing a range is promoting it from the active shadow."""
 
+from collections.abc import Iterator
+
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetsDefinition,
-    MaterializeResult,
+    AssetSpec,
+    Failure,
     MetadataValue,
-    asset,
+    multi_asset,
 )
 
+from backfill_platform.automation.conditions import production_condition
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
 from backfill_platform.partitions import backfill_policy, event_partitions
@@ -21,6 +24,15 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
 from backfill_platform.validation.markdown import markdown_table
+from backfill_platform.validation.verdicts import (
+    PER_DAY,
+    PROMOTION_POLICY_TAG,
+    DayVerdict,
+    check_evaluations,
+    check_outputs,
+    judged_materializations,
+    promotion_policy,
+)
 
 PROMOTION_VERIFIED = "promotion_verified"
 
@@ -32,58 +44,89 @@ def production_key(spec: DatasetSpec) -> AssetKey:
 def build_production_asset(spec: DatasetSpec, stream: StreamSpec) -> AssetsDefinition:
     key = production_key(spec)
     version = spec.active_version
+    partitions = event_partitions(stream)
 
-    @asset(
-        key=key,
-        deps=[shadow_key(spec, version)],
-        partitions_def=event_partitions(stream),
-        backfill_policy=backfill_policy(stream.max_partitions_per_run),
-        group_name=spec.name,
-        kinds={"spark", "iceberg"},
-        owners=[spec.owner],
-        # One promotion per table at a time: a backfill and a live refresh queue instead of racing.
-        pool=f"promote_{spec.name}",
-        description=(
-            f"Production `{spec.name}`, what consumers read: {spec.description} Changed only by promotion — "
-            f"one Iceberg commit that replaces the range with the validated partitions of shadow {version}. "
-            "Refuses partitions whose blocking checks did not pass on the shadow's current data."
-        ),
-        metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
-        check_specs=[
-            AssetCheckSpec(
-                PROMOTION_VERIFIED, asset=key, description="production equals the shadow, bucket by bucket"
+    @multi_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            AssetSpec(
+                key,
+                deps=[shadow_key(spec, version)],
+                partitions_def=partitions,
+                # Only promoted days are materialized; refused or held-back days are not.
+                skippable=True,
+                automation_condition=production_condition(stream),
+                group_name=spec.name,
+                kinds={"spark", "iceberg"},
+                owners=[spec.owner],
+                description=(
+                    f"Production `{spec.name}`, what consumers read: {spec.description} Changed only by "
+                    f"promotion — one Iceberg commit that replaces the range with the validated partitions of "
+                    f"shadow {version}. Refuses days whose blocking checks did not pass on the shadow's "
+                    "current data, or whose events changed since. One bad day holds back the whole range, "
+                    f"unless the run tag `{PROMOTION_POLICY_TAG}` is `{PER_DAY}`: then the validated days are "
+                    "promoted in one commit and the others are held back and reported."
+                ),
+                metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
             )
         ],
+        check_specs=[
+            AssetCheckSpec(
+                PROMOTION_VERIFIED,
+                asset=key,
+                blocking=True,
+                partitions_def=partitions,
+                description="production equals the shadow, bucket by bucket, after the promotion",
+            )
+        ],
+        can_subset=True,
+        backfill_policy=backfill_policy(stream.max_partitions_per_run),
+        # One promotion per table at a time: a backfill and a live refresh queue instead of racing.
+        pool=f"promote_{spec.name}",
     )
-    def _production(context: AssetExecutionContext, spark: SparkIcebergResource) -> MaterializeResult:
+    def _production(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
         start, end, _ = window_days(context)
-        promotion = promote(spark.spark_session, spec, start, end, run_properties(context))
-        mismatches = [[d, h, p] for (d, h), p in promotion.mismatched_buckets.items()]
-        return MaterializeResult(
-            metadata={
-                "snapshot_id": str(promotion.snapshot_id),
-                "previous_snapshot_id": str(promotion.previous_snapshot_id),
-                "shadow_snapshot_id": str(promotion.shadow_snapshot_id),
-                "version": version,
-                "rows": promotion.rows,
-                "revert": MetadataValue.text(
-                    f"backfill-platform revert --dataset {spec.name} --snapshot {promotion.snapshot_id}"
-                ),
-            },
-            check_results=[
-                AssetCheckResult(
-                    asset_key=key,
-                    check_name=PROMOTION_VERIFIED,
-                    passed=promotion.verified,
-                    severity=AssetCheckSeverity.ERROR,
-                    metadata={
-                        "buckets_differing": len(mismatches),
-                        "differences": MetadataValue.md(
-                            markdown_table(["day", "hour", "difference"], mismatches[:20])
-                        ),
-                    },
-                )
-            ],
+        per_day = promotion_policy(context.run.tags) == PER_DAY
+        promotion = promote(
+            spark.spark_session, spec, stream, start, end, run_properties(context), per_day=per_day
         )
+        revert = f"backfill-platform revert --dataset {spec.name} --snapshot {promotion.snapshot_id}"
+        for day in promotion.days:
+            yield AssetMaterialization(
+                asset_key=key,
+                partition=day,
+                metadata={
+                    "rows": promotion.rows_by_day[day],
+                    "snapshot_id": str(promotion.snapshot_id),
+                    "previous_snapshot_id": str(promotion.previous_snapshot_id),
+                    "shadow_snapshot_id": str(promotion.shadow_snapshot_id),
+                    "version": version,
+                    "provisional": day in promotion.provisional_days,
+                    "revert": MetadataValue.text(revert),
+                },
+            )
+        verdicts = []
+        for day in promotion.days:
+            mismatches = [[h, p] for (d, h), p in promotion.mismatched_buckets.items() if d == day]
+            metadata = {
+                "buckets_differing": len(mismatches),
+                "differences": MetadataValue.md(
+                    markdown_table(["hour", "difference"], mismatches[:20]) if mismatches else "none"
+                ),
+            }
+            verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
+        selected = {check.name for check in context.selected_asset_check_keys}
+        targets = judged_materializations(context, key, promotion.days)
+        yield from check_evaluations(key, verdicts, selected, per_day, targets)
+        yield from check_outputs(context)
+        if promotion.held_back:
+            held = "; ".join(f"{day}: {reason}" for day, reason in sorted(promotion.held_back.items()))
+            raise Failure(
+                description=(
+                    f"promoted {len(promotion.days)} days of {spec.name} in snapshot {promotion.snapshot_id}; "
+                    f"held back {len(promotion.held_back)}: {held}"
+                ),
+                metadata={"held_back": MetadataValue.json(promotion.held_back)},
+            )
 
     return _production

@@ -3,7 +3,8 @@
 Dagster's blocking checks skip production within the run that failed them; the gate also holds when
 production is materialized alone later, or from the command line. It compares what is about to be
 promoted — partition by partition, by row count and order-independent hash sum — with what the last
-validation of that partition recorded in the ledger.
+validation of that partition recorded in the ledger. It judges each day on its own (`gate_problems`), so
+that a promotion can either refuse the whole range or publish only the days that pass.
 """
 
 from __future__ import annotations
@@ -21,27 +22,64 @@ class PromotionRefused(RuntimeError):
     """Promotion would publish data that was not validated; production is left untouched."""
 
 
-def check_gate(
-    spark: SparkSession, spec: DatasetSpec, version: str, shadow: DataFrame, days: list[date]
-) -> dict[str, dict]:
-    """The ledger rows that validated each day of `shadow`; raise PromotionRefused if any is missing."""
+def gate_problems(
+    spark: SparkSession,
+    spec: DatasetSpec,
+    version: str,
+    shadow: DataFrame,
+    days: list[date],
+    events: dict[str, tuple[int, str]],
+) -> tuple[dict[str, dict], dict[str, str]]:
+    """Judge each day on its own: (the ledger rows that validated the promotable days, day → reason
+    for the others). Every day of `days` is in exactly one of the two.
+
+    A day is promotable when its latest validation passed its blocking checks, the shadow still holds
+    exactly what was validated (rows, hash sum), and the events are still the ones it was computed
+    from: `events` is each day's (rows, hash sum) of the events table now, and a validation computed
+    from other events (re-derived since) is stale, however good its verdicts were.
+    """
     current = partition_fingerprints(shadow, spec, days)
     validations = latest_shadow_rows(spark, spec.name, version, days)
-    problems = []
+    passed: dict[str, dict] = {}
+    problems: dict[str, str] = {}
     for day in (d.isoformat() for d in days):
         record = validations.get(day)
         if record is None:
-            problems.append(f"{day}: the checks of shadow {version} never ran")
+            problems[day] = f"the checks of shadow {version} never ran"
         elif not record["checks_passed"]:
-            problems.append(
-                f"{day}: blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
-            )
+            problems[day] = f"blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
         elif (record["shadow_rows"], record["shadow_row_hash"]) != current[day]:
-            problems.append(f"{day}: the shadow changed after its validation in run {record['run_id']}")
+            problems[day] = f"the shadow changed after its validation in run {record['run_id']}"
+        elif (record.get("events_rows"), record.get("events_row_hash")) != events[day]:
+            problems[day] = (
+                f"the events changed since shadow {version} was validated in run {record['run_id']}"
+                f" (re-derived from the archive); re-materialize shadow {version} for this day"
+            )
+        else:
+            passed[day] = record
+    return passed, problems
+
+
+def refusal(spec: DatasetSpec, version: str, problems: dict[str, str]) -> PromotionRefused:
+    """The refusal naming every day that is not promotable and why."""
+    return PromotionRefused(
+        f"refusing to promote {spec.name} {version}: "
+        + "; ".join(f"{day}: {reason}" for day, reason in sorted(problems.items()))
+        + ". Production is unchanged."
+    )
+
+
+def check_gate(
+    spark: SparkSession,
+    spec: DatasetSpec,
+    version: str,
+    shadow: DataFrame,
+    days: list[date],
+    events: dict[str, tuple[int, str]],
+) -> dict[str, dict]:
+    """All or nothing: the ledger rows that validated each day; PromotionRefused if any day is not
+    promotable (see `gate_problems`)."""
+    validations, problems = gate_problems(spark, spec, version, shadow, days, events)
     if problems:
-        raise PromotionRefused(
-            f"refusing to promote {spec.name} {version}: "
-            + "; ".join(problems)
-            + ". Production is unchanged."
-        )
+        raise refusal(spec, version, problems)
     return validations

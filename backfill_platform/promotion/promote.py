@@ -1,10 +1,18 @@
-"""Promotion: replace a range of production partitions with validated shadow partitions, in one commit.
+"""Promotion: replace production partitions with validated shadow partitions, in one commit.
 
-The shadow is read at one pinned snapshot, gated, written to production with a single Iceberg
-`overwrite` (partitions empty in the shadow become empty in production), then production is compared
-with that same shadow snapshot bucket by bucket. The commit is fenced: it validates that no other
-commit touched the range since the promotion looked at production, so a backfill and a live refresh
-cannot both promote into the same partitions.
+The shadow is read at one pinned snapshot, gated day by day, written to production with a single
+Iceberg `overwrite` (partitions empty in the shadow become empty in production), then production is
+compared with that same shadow snapshot bucket by bucket. The commit is fenced: it validates that no
+other commit touched those partitions since the promotion looked at production, so a backfill and a
+live refresh cannot both promote into the same partitions.
+
+By default a range is all or nothing: one day failing the gate refuses the range. With `per_day=True`
+the days that pass are promoted in one commit that replaces exactly those days, and the others are held
+back (production keeps what it has for them) and reported: one bad day need not block a month.
+
+The ledger is written after the commit by deriving it from production's history (`reconcile_ledger`),
+which also runs first: a promotion that died between its commit and its ledger write is repaired by the
+next one.
 """
 
 from __future__ import annotations
@@ -13,25 +21,44 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-from backfill_platform.lakehouse.tables import current_snapshot_id, replace_range, table_exists
-from backfill_platform.ledger.ledger import now, update_rows
+from backfill_platform.events.ingest import events_table
+from backfill_platform.lakehouse.tables import (
+    current_snapshot_id,
+    in_range,
+    replace_days,
+    replace_range,
+    table_exists,
+)
+from backfill_platform.ledger.commits import (
+    ACTION,
+    DAYS,
+    HELD_BACK,
+    PROVISIONAL_DAYS,
+    RANGE_END,
+    RANGE_START,
+    VALIDATION_RUNS,
+    day_list,
+    encode_validation_runs,
+)
+from backfill_platform.ledger.reconcile import reconcile_ledger
 from backfill_platform.partitions import days_between
-from backfill_platform.promotion.gate import PromotionRefused, check_gate
+from backfill_platform.promotion.gate import PromotionRefused, gate_problems, refusal
 from backfill_platform.shadow.tables import ensure_dataset_table, production_table, read_range, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.validation.buckets import Bucket, BucketFigures, actual_figures, failing_buckets
-
-ACTION = "backfill_platform.action"
-RANGE_START = "backfill_platform.range-start"
-RANGE_END = "backfill_platform.range-end"
+from backfill_platform.validation.checksums import day_fingerprints
 
 
 @dataclass
 class Promotion:
+    """What one promotion published (`days`), what it held back and why, and how production compares."""
+
     dataset: str
     version: str
     start: date
@@ -40,16 +67,37 @@ class Promotion:
     previous_snapshot_id: int | None
     shadow_snapshot_id: int | None
     rows: int
+    # (day, hour) → difference between production and the shadow after the commit; promoted days only.
     mismatched_buckets: dict[Bucket, str] = field(default_factory=dict)
+    days: list[str] = field(default_factory=list)
+    held_back: dict[str, str] = field(default_factory=dict)
+    rows_by_day: dict[str, int] = field(default_factory=dict)
+    provisional_days: list[str] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
         return not self.mismatched_buckets
 
+    def day_verified(self, day: str) -> bool:
+        """Production equals the shadow in every bucket of this promoted day."""
+        return day in self.days and not any(d == day for d, _ in self.mismatched_buckets)
+
 
 def promote(
-    spark: SparkSession, spec: DatasetSpec, start: date, end: date, properties: dict[str, str] | None = None
+    spark: SparkSession,
+    spec: DatasetSpec,
+    stream: StreamSpec,
+    start: date,
+    end: date,
+    properties: dict[str, str] | None = None,
+    per_day: bool = False,
 ) -> Promotion:
+    """Promote [start, end) of the active version's shadow to production in one fenced commit.
+
+    All or nothing unless `per_day`: then only the days passing the gate are replaced, the others are
+    returned in `held_back`; PromotionRefused (production untouched) when no day passes.
+    """
+    reconcile_ledger(spark, spec)
     version = spec.active_version
     source = shadow_table(spark, spec, version)
     if not table_exists(spark, source):
@@ -57,32 +105,64 @@ def promote(
     shadow_snapshot = current_snapshot_id(spark, source)
     shadow = read_range(spark, source, spec, start, end, shadow_snapshot)
     days = days_between(start, end)
-    validations = check_gate(spark, spec, version, shadow, days)
+    validations, held_back = gate_problems(
+        spark, spec, version, shadow, days, current_events(spark, stream, days)
+    )
+    if held_back and (not per_day or not validations):
+        raise refusal(spec, version, held_back)
+    promoted = sorted(validations)
+    promoted_days = [date.fromisoformat(d) for d in promoted]
+    if held_back:
+        shadow = shadow.where(F.col(spec.partition_column).isin(promoted_days))
 
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)
     previous = current_snapshot_id(spark, target)
     digests = sorted({v["check_digest"] for v in validations.values()})
+    provisional = [d for d in promoted if validations[d].get("provisional")]
+    snapshot_properties = {
+        **(properties or {}),
+        ACTION: "promote",
+        "backfill_platform.dataset": spec.name,
+        "backfill_platform.dataset-version": version,
+        "backfill_platform.shadow-snapshot-id": shadow_snapshot,
+        "backfill_platform.check-digest": hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
+        # Promoted before their lateness horizon passed; promoted again once settled.
+        PROVISIONAL_DAYS: day_list(provisional),
+        RANGE_START: start.isoformat(),
+        RANGE_END: end.isoformat(),
+        # What this commit replaced, and from which validations: the ledger is derived from these.
+        DAYS: day_list(promoted),
+        VALIDATION_RUNS: encode_validation_runs({d: validations[d]["run_id"] for d in promoted}),
+        HELD_BACK: day_list(list(held_back)),
+    }
     with refuse_on_conflict(spec.name, start, end):
-        snapshot = replace_range(
-            shadow,
-            target,
-            spec.partition_column,
-            start,
-            end,
-            properties={
-                **(properties or {}),
-                ACTION: "promote",
-                "backfill_platform.dataset": spec.name,
-                "backfill_platform.dataset-version": version,
-                "backfill_platform.shadow-snapshot-id": shadow_snapshot,
-                "backfill_platform.check-digest": hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
-                RANGE_START: start.isoformat(),
-                RANGE_END: end.isoformat(),
-            },
-            options=fence_options(previous),
-        )
-    promotion = Promotion(
+        if held_back:
+            snapshot = replace_days(
+                shadow,
+                target,
+                spec.partition_column,
+                promoted_days,
+                snapshot_properties,
+                options=fence_options(previous),
+            )
+        else:
+            snapshot = replace_range(
+                shadow,
+                target,
+                spec.partition_column,
+                start,
+                end,
+                snapshot_properties,
+                options=fence_options(previous),
+            )
+    reconcile_ledger(spark, spec)
+
+    published = read_range(spark, target, spec, start, end, snapshot)
+    if held_back:
+        published = published.where(F.col(spec.partition_column).isin(promoted_days))
+    rows_by_day = {d: int(validations[d]["shadow_rows"]) for d in promoted}
+    return Promotion(
         dataset=spec.name,
         version=version,
         start=start,
@@ -90,26 +170,24 @@ def promote(
         snapshot_id=snapshot,
         previous_snapshot_id=previous,
         shadow_snapshot_id=shadow_snapshot,
-        rows=shadow.count(),
-        mismatched_buckets=compare_buckets(
-            actual_figures(shadow, spec),
-            actual_figures(read_range(spark, target, spec, start, end, snapshot), spec),
-        ),
+        rows=sum(rows_by_day.values()),
+        mismatched_buckets=compare_buckets(actual_figures(shadow, spec), actual_figures(published, spec)),
+        days=promoted,
+        held_back=dict(sorted(held_back.items())),
+        rows_by_day=rows_by_day,
+        provisional_days=provisional,
     )
-    update_rows(
-        spark,
-        spec.name,
-        [(version, date.fromisoformat(day), record["run_id"]) for day, record in validations.items()],
-        {
-            "promoted_snapshot_id": snapshot,
-            "promoted_at": now(),
-            "promotion_run_id": (properties or {}).get("dagster.run-id"),
-            # Promoted again after a revert: the row describes the live promotion now.
-            "reverted_snapshot_id": None,
-            "reverted_at": None,
-        },
-    )
-    return promotion
+
+
+def current_events(spark: SparkSession, stream: StreamSpec, days: list[date]) -> dict[str, tuple[int, str]]:
+    """Each day's (rows, hash sum) of the stream's events as they are now."""
+    source = events_table(spark, stream)
+    if not table_exists(spark, source):
+        return dict.fromkeys((d.isoformat() for d in days), (0, "0"))
+    start = datetime.combine(days[0], datetime.min.time(), tzinfo=UTC)
+    end = datetime.combine(days[-1] + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    events = spark.table(source).where(in_range("event_time", start, end))
+    return day_fingerprints(events, F.to_date("event_time"), [d.isoformat() for d in days])
 
 
 @contextmanager

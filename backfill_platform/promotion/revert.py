@@ -1,27 +1,37 @@
 """Revert a promotion: restore exactly its partitions to their contents before it, in one commit.
 
-Unlike `rollback_to_snapshot`, which would discard every later commit, this re-writes only the promoted
-range from the snapshot before the promotion (time travel). Later commits to other partitions survive;
-a later change to the same partitions makes the revert refuse, since restoring would silently undo it.
+Unlike `rollback_to_snapshot`, which would discard every later commit, this re-writes only the days the
+promotion replaced (its `backfill_platform.days` property, or its whole range for promotions recorded
+before that property existed) from the snapshot before it (time travel). Later commits to other
+partitions survive; a later change to the same partitions makes the revert refuse, since restoring
+would silently undo it. The ledger is then derived from production's history (`reconcile_ledger`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.lakehouse.tables import current_snapshot_id, replace_range, table_exists
-from backfill_platform.ledger.ledger import ledger, now, update_rows
-from backfill_platform.partitions import days_between
-from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START, fence_options
+from backfill_platform.lakehouse.tables import current_snapshot_id, replace_days, table_exists
+from backfill_platform.ledger.commits import (
+    ACTION,
+    DAYS,
+    RANGE_END,
+    RANGE_START,
+    REVERTS,
+    commit_days,
+    day_list,
+    production_commits,
+)
+from backfill_platform.ledger.reconcile import reconcile_ledger
+from backfill_platform.partitions import DAY
+from backfill_platform.promotion.promote import fence_options
 from backfill_platform.shadow.tables import columns_ddl, production_table, read_range
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.buckets import partition_fingerprints
-
-REVERTS = "backfill_platform.reverts-snapshot-id"
 
 
 class RevertRefused(RuntimeError):
@@ -35,22 +45,25 @@ class Revert:
     start: date
     end: date
     rows_restored: int
+    # The days restored (exactly the promotion's days) and the rows each holds again.
+    days: list[str] = field(default_factory=list)
+    rows_by_day: dict[str, int] = field(default_factory=dict)
 
 
-def production_commits(spark: SparkSession, identifier: str) -> list[dict]:
-    """Snapshots of the main branch, oldest first, with their summaries."""
-    rows = spark.sql(
-        f"SELECT s.snapshot_id, s.parent_id, s.committed_at, s.summary FROM {identifier}.snapshots s "
-        f"JOIN {identifier}.history h ON s.snapshot_id = h.snapshot_id "
-        "WHERE h.is_current_ancestor ORDER BY s.committed_at, s.snapshot_id"
-    ).collect()
-    return [row.asDict() for row in rows]
-
-
-def _range(summary: dict) -> tuple[date, date] | None:
-    if RANGE_START not in summary:
-        return None
-    return date.fromisoformat(summary[RANGE_START]), date.fromisoformat(summary[RANGE_END])
+def _promotion_to_revert(spec: DatasetSpec, commits: list[dict], snapshot_id: int | None) -> dict:
+    reverted = {int(c["summary"][REVERTS]) for c in commits if REVERTS in c["summary"]}
+    promotions = [c for c in commits if c["summary"].get(ACTION) == "promote"]
+    if snapshot_id is None:
+        candidates = [c for c in promotions if c["snapshot_id"] not in reverted]
+        if not candidates:
+            raise RevertRefused(f"{spec.name} has no promotion left to revert")
+        return candidates[-1]
+    promotion = next((c for c in promotions if c["snapshot_id"] == snapshot_id), None)
+    if promotion is None:
+        raise RevertRefused(f"snapshot {snapshot_id} is not a promotion of {spec.name}")
+    if snapshot_id in reverted:
+        raise RevertRefused(f"promotion {snapshot_id} of {spec.name} was already reverted")
+    return promotion
 
 
 def revert_promotion(
@@ -60,24 +73,12 @@ def revert_promotion(
     target = production_table(spark, spec)
     if not table_exists(spark, target):
         raise RevertRefused(f"{spec.name} has no production table")
-    commits = production_commits(spark, target)
-    reverted = {int(c["summary"][REVERTS]) for c in commits if REVERTS in c["summary"]}
-    promotions = [c for c in commits if c["summary"].get(ACTION) == "promote"]
-    if snapshot_id is None:
-        candidates = [c for c in promotions if c["snapshot_id"] not in reverted]
-        if not candidates:
-            raise RevertRefused(f"{spec.name} has no promotion left to revert")
-        promotion = candidates[-1]
-    else:
-        promotion = next((c for c in promotions if c["snapshot_id"] == snapshot_id), None)
-        if promotion is None:
-            raise RevertRefused(f"snapshot {snapshot_id} is not a promotion of {spec.name}")
-        if snapshot_id in reverted:
-            raise RevertRefused(f"promotion {snapshot_id} of {spec.name} was already reverted")
-    start, end = _range(promotion["summary"])
+    reconcile_ledger(spark, spec)
+    promotion = _promotion_to_revert(spec, production_commits(spark, target), snapshot_id)
+    days = commit_days(promotion["summary"]) or []
+    start, end = min(days), max(days) + DAY
     # Compare contents rather than trusting commit metadata: any later change to these partitions,
     # by whatever writer, would be undone by the restore.
-    days = days_between(start, end)
     head = current_snapshot_id(spark, target)
     promoted = partition_fingerprints(
         read_range(spark, target, spec, start, end, promotion["snapshot_id"]), spec, days
@@ -93,13 +94,15 @@ def revert_promotion(
     if parent is None:
         previous = spark.createDataFrame([], columns_ddl(spec))
     else:
-        previous = read_range(spark, target, spec, start, end, parent)
-    snapshot = replace_range(
+        previous = read_range(spark, target, spec, start, end, parent).where(
+            F.col(spec.partition_column).isin(days)
+        )
+    restored = {day: rows for day, (rows, _) in partition_fingerprints(previous, spec, days).items()}
+    snapshot = replace_days(
         previous,
         target,
         spec.partition_column,
-        start,
-        end,
+        days,
         properties={
             ACTION: "revert",
             REVERTS: promotion["snapshot_id"],
@@ -107,20 +110,12 @@ def revert_promotion(
             "reason": reason or "revert",
             RANGE_START: start.isoformat(),
             RANGE_END: end.isoformat(),
+            DAYS: day_list(days),
         },
-        # What was compared above is what gets replaced: a commit to the range since `head` fails this one.
+        # What was compared above is what gets replaced: a commit to those days since `head` fails this one.
         options=fence_options(head),
     )
-    ledger_rows = (
-        ledger(spark, spec.name)
-        .where(F.col("promoted_snapshot_id") == promotion["snapshot_id"])
-        .select("version", "partition", "run_id")
-        .collect()
+    reconcile_ledger(spark, spec)
+    return Revert(
+        promotion["snapshot_id"], snapshot, start, end, sum(restored.values()), sorted(restored), restored
     )
-    update_rows(
-        spark,
-        spec.name,
-        [(r["version"], r["partition"], r["run_id"]) for r in ledger_rows],
-        {"reverted_snapshot_id": snapshot, "reverted_at": now()},
-    )
-    return Revert(promotion["snapshot_id"], snapshot, start, end, previous.count())

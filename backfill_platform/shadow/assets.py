@@ -1,22 +1,22 @@
 """Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import date
 
 from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
-    AssetObservation,
     AssetsDefinition,
+    AssetSpec,
     Config,
     Failure,
-    MaterializeResult,
-    asset,
+    multi_asset,
 )
 from pydantic import Field
 from pyspark.sql import functions as F
 
+from backfill_platform.automation.conditions import shadow_condition
 from backfill_platform.events.assets import events_key
 from backfill_platform.events.ingest import events_table
 from backfill_platform.lakehouse.resources import SparkIcebergResource
@@ -37,12 +37,8 @@ from backfill_platform.shadow.tables import (
     shadow_table,
 )
 from backfill_platform.shadow.validate import (
-    CHECKSUMS,
-    DIVERGENCE,
-    EVENTS_VALIDATED,
+    CHECK_DESCRIPTIONS,
     MAX_DIVERGENCE_TAG,
-    ROW_COUNTS,
-    SCHEMA,
     ShadowValidation,
     validate_shadow,
 )
@@ -51,6 +47,7 @@ from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import BACKFILL_TAG, REASON_TAG, run_properties
 from backfill_platform.validation.buckets import partition_fingerprints
 from backfill_platform.validation.checksums import day_fingerprints
+from backfill_platform.validation.verdicts import PER_DAY, day_outcomes, promotion_policy
 
 
 class ShadowConfig(Config):
@@ -96,41 +93,51 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
     version_spec = spec.versions[version]
     # Resolved when definitions load, so a mistyped transform fails there, naming the dataset.
     transform = version_spec.load_transform()
-    active = " (active: feeds production)" if version == spec.active_version else ""
+    is_active = version == spec.active_version
+    active = " (active: feeds production)" if is_active else ""
+    partitions = event_partitions(stream)
 
-    @asset(
-        key=key,
-        deps=[events_key(stream)],
-        partitions_def=event_partitions(stream),
-        backfill_policy=backfill_policy(stream.max_partitions_per_run),
-        group_name=spec.name,
-        kinds={"spark", "iceberg"},
-        owners=[spec.owner],
-        description=(
-            f"Shadow of `{spec.name}` computed by version **{version}**{active}: {version_spec.description} "
-            f"Transform `{version_spec.transform}` over the `{stream.name}` events of the range, written to "
-            f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then checked "
-            "per hour bucket against the events. Consumers never read it; production is promoted from it."
-        ),
-        metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
-        check_specs=[
-            AssetCheckSpec(
-                EVENTS_VALIDATED, asset=key, blocking=True, description="the events passed their checks"
-            ),
-            AssetCheckSpec(ROW_COUNTS, asset=key, blocking=True, description="rows per bucket vs the events"),
-            AssetCheckSpec(CHECKSUMS, asset=key, blocking=True, description="sums per bucket vs the events"),
-            AssetCheckSpec(SCHEMA, asset=key, blocking=True, description=f"pandera model of {version}"),
-            AssetCheckSpec(
-                DIVERGENCE, asset=key, blocking=True, description="rows differing from production"
-            ),
+    @multi_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            AssetSpec(
+                key,
+                deps=[events_key(stream)],
+                partitions_def=partitions,
+                # A day that fails a blocking check is not materialized (see validation/verdicts.py).
+                skippable=True,
+                automation_condition=shadow_condition(stream) if is_active else None,
+                # Other versions sit in a group of their own, out of the production path's
+                # "Materialize all".
+                group_name=spec.name if is_active else f"{spec.name}_other_versions",
+                kinds={"spark", "iceberg"},
+                owners=[spec.owner],
+                description=(
+                    f"Shadow of `{spec.name}` computed by version **{version}**{active}: "
+                    f"{version_spec.description} Transform `{version_spec.transform}` over the "
+                    f"`{stream.name}` events of the range, written to "
+                    f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
+                    "checked day by day, per hour bucket, against the events. Consumers never read it; "
+                    "production is promoted from it."
+                ),
+                metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
+            )
         ],
+        check_specs=[
+            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
+            for name, text in CHECK_DESCRIPTIONS.items()
+        ],
+        # Makes the check outputs optional: verdicts are reported per day as check evaluations.
+        can_subset=True,
+        backfill_policy=backfill_policy(stream.max_partitions_per_run),
     )
     def _shadow(
         context: AssetExecutionContext, config: ShadowConfig, spark: SparkIcebergResource
-    ) -> MaterializeResult:
+    ) -> Iterator:
         session = spark.spark_session
         start, end, days = window_days(context)
         max_ratio = divergence_bound(config, context.run.tags)
+        per_day = promotion_policy(context.run.tags) == PER_DAY
         window = context.partition_time_window
         source = events_table(session, stream)
         if not table_exists(session, source):
@@ -158,35 +165,38 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         shadow = read_range(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
         validation = validate_shadow(
-            key, spec, version, events, shadow, production, days, ingestions, events_fingerprints, max_ratio
+            spec, version, events, shadow, production, days, ingestions, events_fingerprints, max_ratio
         )
         fingerprints = partition_fingerprints(shadow, spec, [date.fromisoformat(d) for d in days])
         record_validation(
-            session, context, spec, stream, version, snapshot, validation, fingerprints, ingestions
+            session,
+            context,
+            spec,
+            stream,
+            version,
+            snapshot,
+            validation,
+            fingerprints,
+            ingestions,
+            events_fingerprints,
         )
-
-        for observation in partition_observations(key, spec, validation, fingerprints):
-            context.log_event(observation)
-        failed_days = [d for d in days if not validation.passed(d)]
-        return MaterializeResult(
-            metadata={
-                "table": target,
-                "snapshot_id": str(snapshot),
-                "rows": sum(f[0] for f in fingerprints.values()),
-                "partitions_failing_checks": len(failed_days),
-                "check_digest": validation.digest,
-            },
-            check_results=validation.results,
+        yield from day_outcomes(
+            context,
+            key,
+            validation.verdicts,
+            day_metadata(spec, validation, fingerprints),
+            {"table": target, "snapshot_id": str(snapshot), "check_digest": validation.digest},
+            per_day,
         )
 
     return _shadow
 
 
-def partition_observations(
-    key: AssetKey, spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, tuple[int, str]]
-) -> list[AssetObservation]:
-    """Per-day numbers (rows, verdict, divergence, sums) that the UI plots across partitions."""
-    observations = []
+def day_metadata(
+    spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, tuple[int, str]]
+) -> dict[str, dict]:
+    """Per-day numbers (rows, sums, divergence, verdict) that the UI plots across partitions."""
+    result = {}
     for day in validation.days:
         sums = {
             f"sum_{rule.column}": sum(
@@ -194,14 +204,15 @@ def partition_observations(
             )
             for rule in spec.reconciliation
         }
-        metadata = {
+        result[day] = {
             "rows": fingerprints[day][0],
-            "checks_passed": validation.passed(day),
-            "diverging_rows": validation.divergence.partitions[day].diverging,
+            "row_hash_sum": fingerprints[day][1],
             **sums,
+            "diverging_rows": validation.divergence.partitions[day].diverging,
+            "checks_passed": validation.passed(day),
+            "failed_checks": ", ".join(validation.failed.get(day, [])) or "none",
         }
-        observations.append(AssetObservation(asset_key=key, partition=day, metadata=metadata))
-    return observations
+    return result
 
 
 def record_validation(
@@ -214,8 +225,10 @@ def record_validation(
     validation: ShadowValidation,
     fingerprints: dict[str, tuple[int, str]],
     ingestions: dict[str, dict],
+    events_fingerprints: dict[str, tuple[int, str]],
 ) -> None:
-    """One ledger row per partition: the ingestion it came from, what the shadow holds, the verdicts."""
+    """One ledger row per partition: the ingestion and the exact events it came from, what the shadow
+    holds, the verdicts."""
     recorded = now()
     rows = []
     for day in validation.days:
@@ -243,6 +256,9 @@ def record_validation(
                 failed_checks=",".join(validation.failed.get(day, [])) or None,
                 check_digest=validation.digest,
                 diverging_rows=validation.divergence.partitions[day].diverging,
+                events_rows=events_fingerprints[day][0],
+                events_row_hash=events_fingerprints[day][1],
+                provisional=bool(ingestion.get("provisional")),
             )
         )
     append(spark, rows, LedgerRow)

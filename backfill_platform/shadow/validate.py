@@ -1,18 +1,18 @@
-"""Blocking checks of a shadow range: row counts and checksums per bucket, schema, divergence.
+"""Blocking checks of a shadow range, one verdict per day: events validated, row counts and checksums
+per hour bucket, schema, divergence from production.
 
-Every check reports per partition, so a partition is promotable only when no blocking check failed for
-it; each result carries its numbers as metadata for the UI.
+A day is promotable only when no blocking check failed for it; each verdict carries that day's numbers
+as metadata for the UI (and its digest is recorded on the promotion snapshot).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetKey, MetadataValue
+from dagster import MetadataValue
 from pyspark.sql import DataFrame
 
+from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.buckets import (
     Bucket,
@@ -24,6 +24,7 @@ from backfill_platform.validation.buckets import (
 from backfill_platform.validation.divergence import Divergence, compare
 from backfill_platform.validation.markdown import markdown_table
 from backfill_platform.validation.schema import pandera_schema, validate_schema
+from backfill_platform.validation.verdicts import DayVerdict, digest, failed_days
 
 ROW_COUNTS = "row_counts_per_bucket"
 CHECKSUMS = "checksums_per_bucket"
@@ -32,37 +33,44 @@ DIVERGENCE = "divergence_vs_production"
 EVENTS_VALIDATED = "events_validated"
 MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
 SAMPLE_BUCKETS = 20
+CHECK_DESCRIPTIONS = {
+    EVENTS_VALIDATED: "the day's events passed their checks, are settled, and are still the events checked",
+    ROW_COUNTS: "rows per hour bucket equal the events-side expectation; keys unique",
+    CHECKSUMS: "per-bucket sums reconcile with the events; order-independent hash sums recorded",
+    SCHEMA: "pandera model of the version's table",
+    DIVERGENCE: "rows only in the shadow, only in production, or changed (blocking only above a bound)",
+}
 
 
 @dataclass
 class ShadowValidation:
     days: list[str]
-    results: list[AssetCheckResult] = field(default_factory=list)
-    failed: dict[str, list[str]] = field(default_factory=dict)  # day -> blocking checks that failed
+    verdicts: list[DayVerdict] = field(default_factory=list)
     actual: dict[Bucket, BucketFigures] = field(default_factory=dict)
     divergence: Divergence | None = None
 
-    def fail(self, check: str, days: list[str]) -> None:
-        for day in days:
-            self.failed.setdefault(day, []).append(check)
+    @property
+    def failed(self) -> dict[str, list[str]]:
+        return failed_days(self.verdicts)
 
     def passed(self, day: str) -> bool:
-        return not self.failed.get(day)
+        return day not in self.failed
 
     @property
     def digest(self) -> str:
-        """A short fingerprint of every verdict and number, recorded on the promotion snapshot."""
-        payload = [
-            (r.check_name, r.passed, {k: str(v.value) for k, v in r.metadata.items()}) for r in self.results
-        ]
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return digest(self.verdicts)
 
 
-def _per_partition(days: list[str], bad: dict[Bucket, str], checked: set[Bucket]) -> list[list[object]]:
-    return [[day, sum(1 for b in checked if b[0] == day), sum(1 for b in bad if b[0] == day)] for day in days]
+def _by_day(bad: dict[Bucket, str], day: str) -> dict[Bucket, str]:
+    return {b: p for b, p in bad.items() if b[0] == day}
 
 
-def row_count_check(key: AssetKey, days, expected, actual, validation: ShadowValidation) -> AssetCheckResult:
+def _sample(bad: dict[Bucket, str], header: str) -> MetadataValue:
+    rows = [[h, p] for (_, h), p in list(bad.items())[:SAMPLE_BUCKETS]]
+    return MetadataValue.md(markdown_table(["hour", header], rows) if rows else "none")
+
+
+def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:
     """Rows per bucket equal what the events imply, and the key columns are unique."""
 
     def problem(want: BucketFigures, got: BucketFigures) -> str | None:
@@ -73,32 +81,21 @@ def row_count_check(key: AssetKey, days, expected, actual, validation: ShadowVal
         return None
 
     buckets, bad = failing_buckets(expected, actual, problem)
-    validation.fail(ROW_COUNTS, sorted({b[0] for b in bad}))
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=ROW_COUNTS,
-        passed=not bad,
-        severity=AssetCheckSeverity.ERROR,
-        description="rows per hour bucket equal the events-side expectation; keys unique",
-        metadata={
-            "buckets_checked": len(buckets),
-            "buckets_failed": len(bad),
-            "rows": sum(f.rows for f in actual.values()),
-            "expected_rows": sum(f.rows for f in expected.values()),
-            "by_partition": MetadataValue.md(
-                markdown_table(["partition", "buckets", "failed"], _per_partition(days, bad, buckets))
-            ),
-            "failed_buckets": MetadataValue.md(
-                markdown_table(
-                    ["day", "hour", "problem"],
-                    [[d, h, p] for (d, h), p in list(bad.items())[:SAMPLE_BUCKETS]],
-                )
-            ),
-        },
-    )
+    verdicts = []
+    for day in days:
+        failing = _by_day(bad, day)
+        metadata = {
+            "buckets_checked": sum(1 for b in buckets if b[0] == day),
+            "buckets_failed": len(failing),
+            "rows": sum(f.rows for b, f in actual.items() if b[0] == day),
+            "expected_rows": sum(f.rows for b, f in expected.items() if b[0] == day),
+            "failed_buckets": _sample(failing, "problem"),
+        }
+        verdicts.append(DayVerdict(ROW_COUNTS, day, not failing, metadata))
+    return verdicts
 
 
-def checksum_check(key: AssetKey, spec: DatasetSpec, days, expected, actual, validation) -> AssetCheckResult:
+def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list[DayVerdict]:
     """Per-bucket sums of the aggregation columns equal the events-side sums; hash sums are recorded."""
 
     def problem(want: BucketFigures, got: BucketFigures) -> str | None:
@@ -110,151 +107,106 @@ def checksum_check(key: AssetKey, spec: DatasetSpec, days, expected, actual, val
         return "; ".join(wrong) or None
 
     buckets, bad = failing_buckets(expected, actual, problem)
-    validation.fail(CHECKSUMS, sorted({b[0] for b in bad}))
-    totals = {r.column: sum(f.sums.get(r.column, 0) for f in actual.values()) for r in spec.reconciliation}
-    key_hash = sum(int(f.key_hash) for f in actual.values())
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=CHECKSUMS,
-        passed=not bad,
-        severity=AssetCheckSeverity.ERROR,
-        description="per-bucket sums reconcile with the events; order-independent hash sums recorded",
-        metadata={
-            "buckets_checked": len(buckets),
-            "buckets_failed": len(bad),
-            **{f"sum_{column}": value for column, value in totals.items()},
-            "key_hash_sum": str(key_hash),
-            "row_hash_sum": str(sum(int(f.row_hash) for f in actual.values())),
-            "failed_buckets": MetadataValue.md(
-                markdown_table(
-                    ["day", "hour", "difference"],
-                    [[d, h, p] for (d, h), p in list(bad.items())[:SAMPLE_BUCKETS]],
-                )
-            ),
-        },
-    )
+    verdicts = []
+    for day in days:
+        failing = _by_day(bad, day)
+        figures = [f for b, f in actual.items() if b[0] == day]
+        metadata = {
+            "buckets_checked": sum(1 for b in buckets if b[0] == day),
+            "buckets_failed": len(failing),
+            **{f"sum_{r.column}": sum(f.sums.get(r.column, 0) for f in figures) for r in spec.reconciliation},
+            "key_hash_sum": str(sum(int(f.key_hash) for f in figures)),
+            "row_hash_sum": str(sum(int(f.row_hash) for f in figures)),
+            "failed_buckets": _sample(failing, "difference"),
+        }
+        verdicts.append(DayVerdict(CHECKSUMS, day, not failing, metadata))
+    return verdicts
 
 
-def schema_check(
-    key: AssetKey, spec: DatasetSpec, version: str, shadow: DataFrame, validation
-) -> AssetCheckResult:
-    from backfill_platform.specs.common import FIELD_TYPES
-
+def schema_check(spec: DatasetSpec, version: str, shadow: DataFrame, days: list[str]) -> list[DayVerdict]:
+    """pandera validates the range's DataFrame as a whole: every day gets the range's verdict."""
     columns = [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
     outcome = validate_schema(
         shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns))
     )
-    if not outcome.passed:
-        validation.fail(SCHEMA, validation.days)
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=SCHEMA,
-        passed=outcome.passed,
-        severity=AssetCheckSeverity.ERROR,
-        metadata={
-            "errors": MetadataValue.json(outcome.errors),
-            "null_key_rows": MetadataValue.json(outcome.null_violations),
-        },
-    )
+    metadata = {
+        "errors": MetadataValue.json(outcome.errors),
+        "null_key_rows": MetadataValue.json(outcome.null_violations),
+        "scope": "the range validated in this run",
+    }
+    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
 
 
 def divergence_check(
-    key: AssetKey,
     spec: DatasetSpec,
     shadow: DataFrame,
     production: DataFrame,
+    days: list[str],
     max_ratio: float | None,
-    validation,
-) -> AssetCheckResult:
+    validation: ShadowValidation,
+) -> list[DayVerdict]:
     """Rows only in the shadow, only in production, or changed; blocking only above a launched bound."""
-    result = compare(shadow, production, spec, validation.days)
+    result = compare(shadow, production, spec, days)
     validation.divergence = result
-    over = [day for day, p in result.partitions.items() if max_ratio is not None and p.ratio > max_ratio]
-    validation.fail(DIVERGENCE, over)
-    rows = [
-        [
-            day,
-            p.candidate_rows,
-            p.production_rows,
-            p.only_in_candidate,
-            p.only_in_production,
-            p.changed,
-            f"{p.ratio:.2%}",
-        ]
-        for day, p in sorted(result.partitions.items())
-    ]
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=DIVERGENCE,
-        passed=not over if max_ratio is not None else result.diverging == 0,
-        severity=AssetCheckSeverity.ERROR if max_ratio is not None else AssetCheckSeverity.WARN,
-        description=(
-            f"blocking above {max_ratio:.2%} of rows per partition"
-            if max_ratio is not None
-            else "warning only"
-        ),
-        metadata={
-            "diverging_rows": result.diverging,
-            "ratio": MetadataValue.float(result.ratio),
+    verdicts = []
+    for day in days:
+        p = result.partitions[day]
+        metadata = {
+            "shadow_rows": p.candidate_rows,
+            "production_rows": p.production_rows,
+            "only_in_shadow": p.only_in_candidate,
+            "only_in_production": p.only_in_production,
+            "changed": p.changed,
+            "diverging_rows": p.diverging,
+            "ratio": MetadataValue.float(p.ratio),
             "max_ratio": MetadataValue.float(max_ratio)
             if max_ratio is not None
             else MetadataValue.text("none"),
-            "only_in_shadow": sum(p.only_in_candidate for p in result.partitions.values()),
-            "only_in_production": sum(p.only_in_production for p in result.partitions.values()),
-            "changed": sum(p.changed for p in result.partitions.values()),
-            "by_partition": MetadataValue.md(
-                markdown_table(
-                    ["partition", "shadow", "prod", "only shadow", "only prod", "changed", "ratio"], rows
-                )
-            ),
-            "sample": MetadataValue.md(result.sample_markdown or "no differences"),
-        },
-    )
+            "sample": MetadataValue.md(result.samples.get(day, "no differences")),
+        }
+        if max_ratio is not None:
+            verdicts.append(DayVerdict(DIVERGENCE, day, p.ratio <= max_ratio, metadata))
+        else:
+            # Without a bound, divergence is what the backfill is for: reported as a warning, and a
+            # first promotion into an empty production is no divergence at all.
+            first = p.production_rows == 0
+            verdicts.append(DayVerdict(DIVERGENCE, day, first or p.diverging == 0, metadata, blocking=False))
+    return verdicts
 
 
 def events_validated_check(
-    key: AssetKey,
-    days: list[str],
-    ingestions: dict[str, dict],
-    events: dict[str, tuple[int, str]],
-    validation: ShadowValidation,
-) -> AssetCheckResult:
+    days: list[str], ingestions: dict[str, dict], events: dict[str, tuple[int, str]]
+) -> list[DayVerdict]:
     """Each day's events were ingested, passed their own blocking checks, and are still those events.
 
     Without this, a day whose events were never loaded would validate trivially (0 rows expected,
     0 found) and promotion would empty that production partition; and events rewritten by a run that
     died before its checks would be trusted on an older run's verdict.
     """
-    problems = {}
+    verdicts = []
     for day in days:
         ingestion = ingestions.get(day)
         if ingestion is None:
-            problems[day] = "events never ingested"
+            problem = "events never ingested"
         elif ingestion["checks_passed"] is None:
-            problems[day] = "ingested before verdicts were recorded: re-materialize the events of this day"
+            problem = "ingested before verdicts were recorded: re-materialize the events of this day"
         elif not ingestion["checks_passed"]:
-            problems[day] = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
+            problem = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
         elif (ingestion.get("events_rows"), ingestion.get("events_row_hash")) != events[day]:
-            problems[day] = (
-                f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
-            )
-    validation.fail(EVENTS_VALIDATED, sorted(problems))
-    return AssetCheckResult(
-        asset_key=key,
-        check_name=EVENTS_VALIDATED,
-        passed=not problems,
-        severity=AssetCheckSeverity.ERROR,
-        description="every day's events were ingested and passed reconciliation, quarantine ratio and schema",
-        metadata={
-            "days_checked": len(days),
-            "failed_partitions": MetadataValue.json(sorted(problems)),
-            "problems": MetadataValue.md(markdown_table(["day", "problem"], sorted(problems.items()))),
-        },
-    )
+            problem = f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
+        else:
+            problem = None
+        metadata = {
+            "events_rows": events[day][0],
+            "events_run": ingestion["run_id"] if ingestion else "none",
+            "provisional": bool(ingestion and ingestion.get("provisional")),
+            "problem": problem or "none",
+        }
+        verdicts.append(DayVerdict(EVENTS_VALIDATED, day, problem is None, metadata))
+    return verdicts
 
 
 def validate_shadow(
-    key: AssetKey,
     spec: DatasetSpec,
     version: str,
     events: DataFrame,
@@ -268,11 +220,11 @@ def validate_shadow(
     validation = ShadowValidation(days=days)
     expected = expected_from_events(events, spec)
     validation.actual = actual_figures(shadow, spec)
-    validation.results = [
-        events_validated_check(key, days, ingestions, events_fingerprints, validation),
-        row_count_check(key, days, expected, validation.actual, validation),
-        checksum_check(key, spec, days, expected, validation.actual, validation),
-        schema_check(key, spec, version, shadow, validation),
-        divergence_check(key, spec, shadow, production, max_divergence_ratio, validation),
+    validation.verdicts = [
+        *events_validated_check(days, ingestions, events_fingerprints),
+        *row_count_check(days, expected, validation.actual),
+        *checksum_check(spec, days, expected, validation.actual),
+        *schema_check(spec, version, shadow, days),
+        *divergence_check(spec, shadow, production, days, max_divergence_ratio, validation),
     ]
     return validation

@@ -113,8 +113,37 @@ class StreamSpec(SpecModel):
     allow_empty_partitions: bool = Field(
         default=False, description="A day without any archive record is normal (otherwise it fails a check)."
     )
+    allow_empty_hours: bool = Field(
+        default=False,
+        description=(
+            "An ingestion hour without any archive file is normal (a low-volume stream). Otherwise a "
+            "missing hour in a day's read window keeps the day unsettled: it fails the `settled` check."
+        ),
+    )
+    provisional_promotion: bool = Field(
+        default=False,
+        description=(
+            "Let days whose lateness horizon has not passed yet pass the `settled` check as provisional: "
+            "they are promoted, recorded as provisional, and promoted again once settled."
+        ),
+    )
     max_partitions_per_run: int | None = Field(
         default=None, ge=1, description="Split backfills into runs of this many days (default: one run)."
+    )
+    refresh_horizon: timedelta = Field(
+        default=timedelta(days=7),
+        description=(
+            "Declarative daily refresh: how far back (from the end of the latest complete day) settled days "
+            "are still requested automatically, when new or when a late archive file changes their read "
+            "window. Older days are left to backfills. Must exceed allowed_lateness + 1h."
+        ),
+    )
+    archive_observation_cron: str = Field(
+        default="0 * * * *",
+        description=(
+            "Cron schedule (UTC) on which the automation sensor observes the archive, so that new and late "
+            "files are seen (each ingestion hour's data version is its manifest fingerprint)."
+        ),
     )
     schema_versions: list[SchemaVersion] = Field(min_length=1)
 
@@ -122,6 +151,29 @@ class StreamSpec(SpecModel):
     @classmethod
     def _duration(cls, value: Any) -> timedelta:
         return parse_duration(value)
+
+    @field_validator("refresh_horizon", mode="before")
+    @classmethod
+    def _horizon_duration(cls, value: Any) -> timedelta:
+        return parse_duration(value)
+
+    @field_validator("archive_observation_cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        from dagster._utils.schedules import is_valid_cron_schedule
+
+        if not is_valid_cron_schedule(value):
+            raise ValueError(f"{value!r} is not a valid cron schedule, e.g. '0 * * * *'")
+        return value
+
+    @model_validator(mode="after")
+    def _horizon_covers_lateness(self) -> StreamSpec:
+        if self.refresh_horizon <= self.allowed_lateness + timedelta(hours=1):
+            raise ValueError(
+                f"refresh_horizon {self.refresh_horizon} must exceed allowed_lateness + 1h "
+                f"({self.allowed_lateness + timedelta(hours=1)}): no day would settle inside it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _versions_upcast_to_latest(self) -> StreamSpec:

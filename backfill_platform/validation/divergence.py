@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.markdown import markdown_table
@@ -34,7 +35,8 @@ class PartitionDivergence:
 @dataclass
 class Divergence:
     partitions: dict[str, PartitionDivergence] = field(default_factory=dict)
-    sample_markdown: str = ""
+    sample_markdown: str = ""  # the first differing rows of the range
+    samples: dict[str, str] = field(default_factory=dict)  # day -> its first differing rows
 
     @property
     def diverging(self) -> int:
@@ -74,17 +76,25 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
             **{name: row[name] for name in ("candidate_rows", "production_rows", *kinds)}
         )
     if result.diverging:
+        # Up to SAMPLE_ROWS differing rows per day, in key order: each day's check shows its own.
+        first = Window.partitionBy(spec.partition_column).orderBy(*keys)
         sample = (
             joined.where(F.col("_kind") != "same")
-            .orderBy(*keys)
-            .limit(SAMPLE_ROWS)
+            .withColumn("_n", F.row_number().over(first))
+            .where(F.col("_n") <= SAMPLE_ROWS)
             .select(
                 "_kind",
                 *keys,
                 *(F.col(f"_p.{v}").alias(f"prod_{v}") for v in values),
                 *(F.col(f"_c.{v}").alias(f"new_{v}") for v in values),
             )
+            .orderBy(*keys)
             .collect()
         )
-        result.sample_markdown = markdown_table(list(sample[0].asDict()), [list(r) for r in sample])
+        header = list(sample[0].asDict())
+        for day in days:
+            rows = [list(r) for r in sample if r[spec.partition_column].isoformat() == day]
+            if rows:
+                result.samples[day] = markdown_table(header, rows)
+        result.sample_markdown = markdown_table(header, [list(r) for r in sample[:SAMPLE_ROWS]])
     return result

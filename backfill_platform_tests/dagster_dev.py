@@ -1,0 +1,386 @@
+"""A real `dagster dev` (webserver + daemon) for end-to-end tests, and the GraphQL the UI speaks to it.
+
+One webserver and daemon serve the repository's workspace for the whole pytest session (the `dagster_dev`
+fixture in conftest.py), with its own Dagster instance, the session's data directory, and an extra spec
+folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides the demo's:
+`playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted, and the
+dataset `views_gap_ui` on it. (Not `playback_gap`: test_completeness.py uses that name, in the same
+catalog and data directory.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform import settings
+from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STARTUP_TIMEOUT_SECONDS = 180
+# The backfill daemon loops every ~30 s: up to 30 s before the run starts and 30 s after it ended.
+BACKFILL_TIMEOUT_SECONDS = 480
+SHUTDOWN_TIMEOUT_SECONDS = 30
+POLL_SECONDS = 3
+
+# The gap stream: the generated playback archive without the ingestion hour 2026-10-03 05:00, which
+# days 2026-10-02 (through its lateness) and 2026-10-03 read, and 2026-10-04 does not.
+GAP_STREAM = "playback_gap_ui"
+GAP_DATASET = "views_gap_ui"
+GAP_HOUR = ("2026", "10", "03", "05")
+
+# The session's one successful backfill (the `views_backfill` fixture), shared by the GraphQL tests.
+VIEWS_BACKFILL_DAYS = ["2026-10-02", "2026-10-03", "2026-10-04"]
+VIEWS_BACKFILL_ASSETS = [
+    ["raw", "playback_events"],
+    ["shadow", "views_per_title__v2"],
+    ["prod", "views_per_title"],
+]
+VIEWS_BACKFILL_TAGS = {"backfill_platform/reason": "graphql test", "backfill_platform/ticket": "T-1"}
+
+TERMINAL_BACKFILL_STATUSES = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
+
+WORKSPACE_QUERY = """
+query Workspace {
+  workspaceOrError {
+    __typename
+    ... on Workspace {
+      locationEntries {
+        name
+        loadStatus
+        locationOrLoadError {
+          __typename
+          ... on PythonError { message stack }
+        }
+      }
+    }
+    ... on PythonError { message stack }
+  }
+}
+"""
+
+LAUNCH_MUTATION = """
+mutation Launch($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId launchedRunIds }
+    ... on Error { message }
+    ... on PythonError { stack }
+  }
+}
+"""
+
+BACKFILL_QUERY = """
+query Backfill($backfillId: String!) {
+  partitionBackfillOrError(backfillId: $backfillId) {
+    __typename
+    ... on PartitionBackfill {
+      id
+      status
+      isAssetBackfill
+      title
+      partitionNames
+      error { message stack }
+      runs {
+        runId
+        status
+        tags { key value }
+      }
+      assetBackfillData {
+        assetBackfillStatuses {
+          __typename
+          ... on AssetPartitionsStatusCounts {
+            assetKey { path }
+            numPartitionsTargeted
+            numPartitionsInProgress
+            numPartitionsMaterialized
+            numPartitionsFailed
+          }
+        }
+      }
+    }
+    ... on Error { message }
+    ... on PythonError { stack }
+  }
+}
+"""
+
+METADATA_ENTRIES = """
+metadataEntries {
+  __typename
+  label
+  ... on IntMetadataEntry { intRepr }
+  ... on FloatMetadataEntry { floatValue }
+  ... on TextMetadataEntry { text }
+  ... on BoolMetadataEntry { boolValue }
+  ... on MarkdownMetadataEntry { mdStr }
+  ... on JsonMetadataEntry { jsonString }
+}
+"""
+
+CHECK_EXECUTIONS_QUERY = f"""
+query CheckExecutions($assetKey: AssetKeyInput!, $checkName: String!, $partition: String, $limit: Int!) {{
+  assetCheckExecutions(assetKey: $assetKey, checkName: $checkName, partition: $partition, limit: $limit) {{
+    runId
+    status
+    partition
+    evaluation {{
+      success
+      partition
+      severity
+      {METADATA_ENTRIES}
+    }}
+  }}
+}}
+"""
+
+MATERIALIZATIONS_QUERY = f"""
+query Materializations($assetKey: AssetKeyInput!, $partitions: [String!]) {{
+  assetOrError(assetKey: $assetKey) {{
+    __typename
+    ... on Asset {{
+      assetMaterializations(partitions: $partitions) {{
+        partition
+        runId
+        {METADATA_ENTRIES}
+      }}
+    }}
+  }}
+}}
+"""
+
+
+@dataclass
+class DagsterDev:
+    base_url: str
+    log: Path
+    process: subprocess.Popen
+    dagster_home: Path
+
+    @property
+    def graphql_url(self) -> str:
+        return f"{self.base_url}/graphql"
+
+    def log_tail(self, chars: int = 6000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else "(no log)"
+
+    def graphql(self, query: str, variables: dict | None = None, timeout: float = 30) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            self.graphql_url, data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            payload = json.loads(response.read())
+        assert not payload.get("errors"), payload["errors"]
+        return payload["data"]
+
+    def assert_running(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"dagster dev exited with {self.process.returncode}:\n{self.log_tail()}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM the whole process group (webserver, daemon, code server, runs), then SIGKILL."""
+    if process.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, SHUTDOWN_TIMEOUT_SECONDS), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def wait_until_loaded(dev: DagsterDev) -> None:
+    """Until every code location of the workspace is LOADED (a load error fails at once)."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        dev.assert_running()
+        try:
+            workspace = dev.graphql(WORKSPACE_QUERY, timeout=10)["workspaceOrError"]
+        except (urllib.error.URLError, ConnectionError, TimeoutError, AssertionError) as error:
+            last = repr(error)
+        else:
+            entries = workspace.get("locationEntries") or []
+            last = json.dumps(workspace)[:2000]
+            if entries and all(e["loadStatus"] == "LOADED" for e in entries):
+                errors = [e for e in entries if e["locationOrLoadError"]["__typename"] == "PythonError"]
+                if errors:
+                    pytest.fail(f"code location failed to load: {errors}\n{dev.log_tail()}")
+                return
+        time.sleep(1)
+    pytest.fail(f"dagster dev not ready after {STARTUP_TIMEOUT_SECONDS}s ({last}):\n{dev.log_tail()}")
+
+
+@contextmanager
+def dagster_dev_server(data_dir: Path, dagster_home: Path, spec_dirs: list[Path]) -> Iterator[DagsterDev]:
+    """`dagster dev` on a free loopback port with its own DAGSTER_HOME; stopped (group) on exit."""
+    from backfill_platform_tests.test_cli_backfill import write_dagster_home
+
+    write_dagster_home(dagster_home)
+    port = free_port()
+    env = {
+        **os.environ,
+        settings.DATA_DIR_ENV: str(data_dir),
+        settings.SPECS_ENV: os.pathsep.join(str(d) for d in spec_dirs),
+        "DAGSTER_HOME": str(dagster_home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+    }
+    log = dagster_home / "dagster_dev.log"
+    command = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml")]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*command, "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    dev = DagsterDev(base_url=f"http://127.0.0.1:{port}", log=log, process=process, dagster_home=dagster_home)
+    try:
+        wait_until_loaded(dev)
+        yield dev
+    finally:
+        stop(process)
+
+
+# --- specs of the session's extra streams and datasets -------------------------------------------------
+
+
+def write_stream_copy(
+    specs_dir: Path, data_dir: Path, stream: str, dataset: str, drop_hours: list[tuple[str, ...]]
+) -> None:
+    """The generated playback archive copied to `archive/<stream>` without `drop_hours` (each
+    (Y, m, d, H) folder), declared as stream `stream`, and the demo dataset on it as `dataset`."""
+    target = data_dir / "archive" / stream
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(data_dir / "archive" / "playback", target)
+    for hour in drop_hours:
+        shutil.rmtree(target.joinpath(*hour))
+    stream_spec = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    stream_spec["name"] = stream
+    stream_spec["archive"]["location"] = f"archive/{stream}"
+    dataset_spec = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    dataset_spec["name"] = dataset
+    dataset_spec["source_stream"] = stream
+    specs_dir.mkdir(parents=True, exist_ok=True)
+    (specs_dir / f"{stream}.yaml").write_text(yaml.safe_dump(stream_spec, sort_keys=False))
+    (specs_dir / f"{dataset}.yaml").write_text(yaml.safe_dump(dataset_spec, sort_keys=False))
+
+
+# --- backfills through GraphQL, as the UI launches them ----------------------------------------------
+
+
+def launch_backfill(
+    dev: DagsterDev,
+    asset_paths: list[list[str]],
+    days: list[str],
+    title: str,
+    tags: dict[str, str] | None = None,
+) -> str:
+    params = {
+        "assetSelection": [{"path": path} for path in asset_paths],
+        "partitionNames": days,
+        "tags": [{"key": k, "value": v} for k, v in (tags or {}).items()],
+        "title": title,
+    }
+    launched = dev.graphql(LAUNCH_MUTATION, {"params": params})["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
+
+
+def wait_for_backfill(dev: DagsterDev, backfill_id: str) -> dict:
+    """Poll `partitionBackfillOrError` until the daemon marks the backfill done; return it."""
+    deadline = time.monotonic() + BACKFILL_TIMEOUT_SECONDS
+    backfill: dict = {}
+    while time.monotonic() < deadline:
+        backfill = dev.graphql(BACKFILL_QUERY, {"backfillId": backfill_id})["partitionBackfillOrError"]
+        assert backfill["__typename"] == "PartitionBackfill", backfill
+        if backfill["status"] in TERMINAL_BACKFILL_STATUSES:
+            return backfill
+        dev.assert_running()
+        time.sleep(POLL_SECONDS)
+    pytest.fail(
+        f"backfill {backfill_id} not done after {BACKFILL_TIMEOUT_SECONDS}s: {backfill}\n{dev.log_tail()}"
+    )
+
+
+def asset_statuses(backfill: dict) -> dict[str, dict]:
+    """'raw/playback_events' -> that asset's partition counts in the backfill."""
+    return {
+        "/".join(s["assetKey"]["path"]): s
+        for s in backfill["assetBackfillData"]["assetBackfillStatuses"]
+        if s["__typename"] == "AssetPartitionsStatusCounts"
+    }
+
+
+# --- what the UI reads about checks and materializations -----------------------------------------------
+
+
+def metadata_values(entries: list[dict]) -> dict:
+    """Label -> plain value (ints as int) of GraphQL metadata entries."""
+    values = {}
+    for entry in entries:
+        kind = entry["__typename"]
+        if kind == "IntMetadataEntry":
+            values[entry["label"]] = int(entry["intRepr"])
+        else:
+            field = {
+                "FloatMetadataEntry": "floatValue",
+                "TextMetadataEntry": "text",
+                "BoolMetadataEntry": "boolValue",
+                "MarkdownMetadataEntry": "mdStr",
+                "JsonMetadataEntry": "jsonString",
+            }.get(kind)
+            values[entry["label"]] = entry.get(field) if field else kind
+    return values
+
+
+def check_executions(
+    dev: DagsterDev, asset_path: list[str], check_name: str, partition: str, limit: int = 10
+) -> list[dict]:
+    """The check's executions for one partition, newest first."""
+    variables = {
+        "assetKey": {"path": asset_path},
+        "checkName": check_name,
+        "partition": partition,
+        "limit": limit,
+    }
+    return dev.graphql(CHECK_EXECUTIONS_QUERY, variables)["assetCheckExecutions"]
+
+
+def materializations(dev: DagsterDev, asset_path: list[str], partitions: list[str]) -> list[dict]:
+    variables = {"assetKey": {"path": asset_path}, "partitions": partitions}
+    asset = dev.graphql(MATERIALIZATIONS_QUERY, variables)["assetOrError"]
+    assert asset["__typename"] == "Asset", asset
+    return asset["assetMaterializations"]

@@ -1,0 +1,424 @@
+"""Declarative daily refresh: the exact archive → events mapping and the automation conditions.
+
+The conditions are evaluated with `dagster.evaluate_automation_conditions` on the definitions the factory
+builds (no Spark): runs are simulated by reporting materializations, archive observations (data versions)
+and check evaluations to an ephemeral instance, tick by tick.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from dagster import (
+    AssetCheckEvaluation,
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    AssetRecordsFilter,
+    DagsterInstance,
+    DailyPartitionsDefinition,
+    HourlyPartitionsDefinition,
+    build_sensor_context,
+    evaluate_automation_conditions,
+)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.definitions.sensor_definition import SensorType
+from pydantic import ValidationError
+
+from backfill_platform.archive.listing import hours
+from backfill_platform.automation.mapping import ArchiveReadWindowMapping
+from backfill_platform.automation.sensor import SENSOR_NAME
+from backfill_platform.events.ingest import read_window
+from backfill_platform.factory import build_definitions
+from backfill_platform.partitions import event_partitions, ingestion_partitions
+from backfill_platform.specs.loader import SpecSet
+from backfill_platform.specs.stream import StreamSpec
+
+DAY, HOUR = timedelta(days=1), timedelta(hours=1)
+ARCHIVE = AssetKey(["archive", "playback"])
+EVENTS = AssetKey(["raw", "playback_events"])
+SHADOW_V1 = AssetKey(["shadow", "views_per_title__v1"])
+SHADOW = AssetKey(["shadow", "views_per_title__v2"])  # active_version: v2
+PRODUCTION = AssetKey(["prod", "views_per_title"])
+WATCHED = (ARCHIVE, EVENTS, SHADOW_V1, SHADOW, PRODUCTION)
+
+# The playback spec's own setting, a long lateness with a large skew, and a lateness that is not whole hours.
+SETTINGS = {
+    "playback-8h-15m": {},
+    "36h-45m": {"allowed_lateness": timedelta(hours=36), "clock_skew": timedelta(minutes=45)},
+}
+MAPPING_SETTINGS = {
+    **SETTINGS,
+    "90m-0m": {"allowed_lateness": timedelta(minutes=90), "clock_skew": timedelta()},
+}
+FAR_FUTURE = datetime(2027, 1, 1, tzinfo=UTC)
+
+
+def stream_with(specs: SpecSet, changes: dict) -> StreamSpec:
+    return specs.streams["playback"].model_copy(update=changes)
+
+
+def definitions_with(specs: SpecSet, changes: dict):
+    stream = stream_with(specs, changes)
+    return build_definitions(SpecSet(streams={"playback": stream}, datasets=dict(specs.datasets))), stream
+
+
+def midnight(day: str) -> datetime:
+    return datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=UTC)
+
+
+def hour_key(hour: datetime) -> str:
+    return hour.strftime("%Y-%m-%d-%H:%M")
+
+
+def read_hours(stream: StreamSpec, day: str) -> set[str]:
+    """What `ingest_window` lists for a day (the reference the mapping must match), within the archive."""
+    first = ingestion_partitions(stream).start
+    return {
+        hour_key(h) for h in hours(*read_window(stream, midnight(day), midnight(day) + DAY)) if h >= first
+    }
+
+
+def settles_at(stream: StreamSpec, day: str) -> datetime:
+    return midnight(day) + DAY + stream.allowed_lateness + HOUR
+
+
+def day_keys(first: str, last: str) -> list[str]:
+    start, end = date.fromisoformat(first), date.fromisoformat(last)
+    return [(start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The mapping, against `read_window` + `hours()` (what the events asset really reads)
+
+
+@pytest.mark.parametrize("changes", MAPPING_SETTINGS.values(), ids=MAPPING_SETTINGS.keys())
+def test_mapping_maps_each_day_to_exactly_the_hours_it_reads(specs, changes):
+    stream = stream_with(specs, changes)
+    mapping = ArchiveReadWindowMapping.for_stream(stream)
+    days, archive = event_partitions(stream), ingestion_partitions(stream)
+    for day in day_keys("2026-10-01", "2026-10-12"):
+        result = mapping.get_upstream_mapped_partitions_result_for_partitions(
+            days.subset_with_partition_keys([day]), days, archive, current_time=FAR_FUTURE
+        )
+        assert set(result.partitions_subset.get_partition_keys()) == read_hours(stream, day), day
+        assert result.required_but_nonexistent_subset.is_empty
+
+
+@pytest.mark.parametrize("changes", MAPPING_SETTINGS.values(), ids=MAPPING_SETTINGS.keys())
+def test_mapping_maps_each_hour_to_exactly_the_days_whose_window_holds_it(specs, changes):
+    stream = stream_with(specs, changes)
+    mapping = ArchiveReadWindowMapping.for_stream(stream)
+    days, archive = event_partitions(stream), ingestion_partitions(stream)
+    all_days = day_keys("2026-10-01", "2026-10-20")
+    readers: dict[str, set[str]] = {}
+    for day in all_days:
+        for hour in read_hours(stream, day):
+            readers.setdefault(hour, set()).add(day)
+    for hour in hours(midnight("2026-09-30"), midnight("2026-10-15")):
+        key = hour_key(hour)
+        mapped = mapping.get_downstream_partitions_for_partitions(
+            archive.subset_with_partition_keys([key]), archive, days, current_time=FAR_FUTURE
+        )
+        assert set(mapped.get_partition_keys()) == readers.get(key, set()), key
+
+
+@pytest.mark.parametrize("changes", MAPPING_SETTINGS.values(), ids=MAPPING_SETTINGS.keys())
+def test_mapping_of_a_subset_is_the_union_of_its_partitions(specs, changes):
+    stream = stream_with(specs, changes)
+    mapping = ArchiveReadWindowMapping.for_stream(stream)
+    days, archive = event_partitions(stream), ingestion_partitions(stream)
+    some_days = ["2026-10-02", "2026-10-03", "2026-10-04", "2026-10-09"]
+    upstream = mapping.get_upstream_mapped_partitions_result_for_partitions(
+        days.subset_with_partition_keys(some_days), days, archive, current_time=FAR_FUTURE
+    ).partitions_subset
+    assert set(upstream.get_partition_keys()) == set().union(*(read_hours(stream, d) for d in some_days))
+
+    some_hours = ["2026-10-03-00:00", "2026-10-03-01:00", "2026-10-05-23:00", "2026-10-08-12:00"]
+    downstream = mapping.get_downstream_partitions_for_partitions(
+        archive.subset_with_partition_keys(some_hours), archive, days, current_time=FAR_FUTURE
+    )
+    expected = {d for d in day_keys("2026-10-01", "2026-10-12") if read_hours(stream, d) & set(some_hours)}
+    assert set(downstream.get_partition_keys()) == expected
+
+
+def test_mapping_leaves_out_hours_that_do_not_exist_yet(specs):
+    stream = specs.streams["playback"]
+    mapping = ArchiveReadWindowMapping.for_stream(stream)
+    days, archive = event_partitions(stream), ingestion_partitions(stream)
+    now = midnight("2026-10-10") + timedelta(hours=3, minutes=30)  # the hour 03:00 is not complete
+    result = mapping.get_upstream_mapped_partitions_result_for_partitions(
+        days.subset_with_partition_keys(["2026-10-09"]), days, archive, current_time=now
+    )
+    keys = sorted(result.partitions_subset.get_partition_keys())
+    assert keys[0] == "2026-10-08-22:00" and keys[-1] == "2026-10-10-02:00"
+    assert result.required_but_nonexistent_subset.is_empty
+
+
+def test_mapping_refuses_other_partitions(specs):
+    mapping = ArchiveReadWindowMapping.for_stream(specs.streams["playback"])
+    daily = DailyPartitionsDefinition(start_date="2026-10-01", timezone="UTC")
+    with pytest.raises(Exception, match="hourly UTC archive partitions"):
+        mapping.validate_partition_mapping(daily, daily)
+    with pytest.raises(Exception, match="hourly UTC archive partitions"):
+        mapping.validate_partition_mapping(
+            HourlyPartitionsDefinition(start_date="2026-10-01-00:00", timezone="Europe/Paris"), daily
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Wiring
+
+
+def test_definitions_wire_the_daily_refresh(specs):
+    definitions = build_definitions(specs)
+    graph = definitions.resolve_asset_graph()
+    assert isinstance(graph.get_partition_mapping(EVENTS, ARCHIVE), ArchiveReadWindowMapping)
+    for key in (ARCHIVE, EVENTS, SHADOW, PRODUCTION):
+        assert graph.get(key).automation_condition is not None, key
+    assert graph.get(SHADOW_V1).automation_condition is None  # not the active version
+    sensor = definitions.get_sensor_def(SENSOR_NAME)
+    # Evaluated in the code location: the mapping and SettledDays are not in the daemon's asset graph.
+    assert sensor.sensor_type == SensorType.AUTOMATION
+
+
+def test_the_sensor_evaluates_the_conditions_in_the_code_location(specs):
+    """The sensor's own evaluation (what the daemon asks the code server for), at the real clock."""
+    definitions = build_definitions(specs)
+    sensor = definitions.get_sensor_def(SENSOR_NAME)
+    context = build_sensor_context(
+        instance=DagsterInstance.ephemeral(), repository_def=definitions.get_repository_def()
+    )
+    result = sensor(context)
+    # An empty instance: every settled day of the last 7 is missing, requested as one backfill (which the
+    # events' single-run backfill policy runs as one run).
+    (request,) = result.run_requests
+    requested = set(request.asset_graph_subset.partitions_subsets_by_asset_key[EVENTS].get_partition_keys())
+    today = datetime.now(UTC).date()
+    last_seven = {(today - timedelta(days=i)).isoformat() for i in range(1, 8)}
+    assert last_seven - {(today - DAY).isoformat()} <= requested <= last_seven
+
+
+def test_spec_refresh_fields_are_validated(specs):
+    stream = specs.streams["playback"]
+    assert stream.refresh_horizon == timedelta(days=7)
+    assert stream.archive_observation_cron == "0 * * * *"
+    data = stream.model_dump()
+    with pytest.raises(ValidationError, match="refresh_horizon"):
+        StreamSpec.model_validate({**data, "refresh_horizon": "9h"})
+    with pytest.raises(ValidationError, match="cron"):
+        StreamSpec.model_validate({**data, "archive_observation_cron": "every hour"})
+    assert StreamSpec.model_validate({**data, "refresh_horizon": "3d"}).refresh_horizon == timedelta(days=3)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Ticks
+
+
+class Ticks:
+    """An ephemeral instance and the cursor carried from one evaluation to the next."""
+
+    def __init__(self, definitions):
+        self.definitions = definitions
+        self.graph = definitions.resolve_asset_graph()
+        self.instance = DagsterInstance.ephemeral()
+        self.cursor = None
+
+    def at(self, when: datetime) -> dict[AssetKey, set[str]]:
+        result = evaluate_automation_conditions(
+            defs=self.definitions, instance=self.instance, cursor=self.cursor, evaluation_time=when
+        )
+        self.cursor = result.cursor
+        return {
+            key: set(result.get_requested_partitions(key)) for key in WATCHED if result.get_num_requested(key)
+        }
+
+    def materialize(
+        self, key: AssetKey, days: list[str], checks_pass: bool | None = True, failed_days_kept: bool = True
+    ) -> None:
+        """What a run of `days` reports: each day's materialization, then its blocking-check verdicts.
+
+        checks_pass None: no verdicts at all. False: `reconciliation` fails (the others pass), and the
+        day is still materialized if `failed_days_kept` (the `per_day` policy), otherwise not (the default
+        all-or-nothing policy holds failed days back). Runless events: one verdict per check and day.
+        """
+        checks = [
+            (check, self.graph.get_check_spec(check).partitions_def is not None)
+            for check in sorted(k for k in self.graph.asset_check_keys if k.asset_key == key)
+            if self.graph.get_check_spec(check).blocking
+        ]
+        for day in days:
+            if checks_pass is not False or failed_days_kept:
+                self.instance.report_runless_asset_event(AssetMaterialization(asset_key=key, partition=day))
+            if checks_pass is None:
+                continue
+            latest = self.instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1
+            ).records
+            # A check judges the materialization it ran after (what a real run records).
+            target = (
+                AssetCheckEvaluationTargetMaterializationData(
+                    storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
+                )
+                if latest
+                else None
+            )
+            for check, partitioned in checks:
+                self.instance.report_runless_asset_event(
+                    AssetCheckEvaluation(
+                        asset_key=key,
+                        check_name=check.name,
+                        passed=checks_pass or check.name != "reconciliation",
+                        partition=day if partitioned else None,
+                        target_materialization_data=target,
+                    )
+                )
+
+    def observe(self, hour: str, version: str) -> None:
+        self.instance.report_runless_asset_event(
+            AssetObservation(asset_key=ARCHIVE, partition=hour, tags={DATA_VERSION_TAG: version})
+        )
+
+
+@pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
+def test_a_new_settled_day_requests_events_then_shadow_then_production(specs, changes):
+    definitions, stream = definitions_with(specs, changes)
+    ticks = Ticks(definitions)
+    history = day_keys("2026-10-01", "2026-10-08")
+    for key in (EVENTS, SHADOW, PRODUCTION):
+        ticks.materialize(key, history, checks_pass=None)  # no check verdicts yet
+    day = "2026-10-09"
+    settled = settles_at(stream, day)
+
+    assert ticks.at(settled - HOUR) == {}  # the first tick only records state
+    latest_hour = hour_key(settled.replace(minute=0) - HOUR)
+    assert ticks.at(settled + timedelta(minutes=1)) == {ARCHIVE: {latest_hour}, EVENTS: {day}}
+    # Still missing: no run was launched here (in the daemon, the launched run stops a repeat request).
+    assert ticks.at(settled + timedelta(minutes=2)) == {EVENTS: {day}}
+
+    ticks.materialize(EVENTS, [day])
+    assert ticks.at(settled + timedelta(minutes=3)) == {SHADOW: {day}}
+    ticks.materialize(SHADOW, [day])
+    assert ticks.at(settled + timedelta(minutes=4)) == {PRODUCTION: {day}}
+    ticks.materialize(PRODUCTION, [day])
+    assert ticks.at(settled + timedelta(minutes=5)) == {}
+
+
+def test_a_day_whose_checks_passed_is_refreshed_as_one_run(specs):
+    """`all_deps_blocking_checks_passed` admits a parent requested on the same tick when its verdict for
+    that day passed before: a late file re-runs events, shadow and production of a day in one run (whose
+    blocking checks stop it inside the run). A new day has no verdict yet: its chain runs step by step."""
+    definitions, stream = definitions_with(specs, {})
+    ticks = Ticks(definitions)
+    for key in (EVENTS, SHADOW, PRODUCTION):
+        ticks.materialize(key, day_keys("2026-10-01", "2026-10-09"))  # with passing verdicts
+    now = settles_at(stream, "2026-10-09") + timedelta(minutes=10)
+    assert ticks.at(now) == {}
+    ticks.observe("2026-10-08-05:00", "late")
+    affected = {"2026-10-07", "2026-10-08"}
+    assert ticks.at(now + timedelta(minutes=1)) == {EVENTS: affected, SHADOW: affected, PRODUCTION: affected}
+
+
+@pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
+def test_an_unsettled_day_requests_nothing_until_its_horizon_passes(specs, changes):
+    definitions, stream = definitions_with(specs, changes)
+    ticks = Ticks(definitions)
+    for key in (EVENTS, SHADOW, PRODUCTION):
+        ticks.materialize(key, day_keys("2026-10-01", "2026-10-08"))
+    day = "2026-10-09"
+    settled = settles_at(stream, day)
+
+    def requested_days(when: datetime) -> set[str]:
+        requested = ticks.at(when)
+        requested.pop(ARCHIVE, None)
+        return set().union(*requested.values())
+
+    # From the day's own end until just before its horizon, the day exists and nothing is requested for it
+    # (with a 36h lateness, the day before settles in between: that one is requested).
+    for when in (midnight(day) + DAY + timedelta(minutes=5), settled - timedelta(minutes=1)):
+        assert day not in requested_days(when), when
+    # A day run before it settled (provisional) is run again once it settles.
+    ticks.materialize(EVENTS, [day])
+    assert day not in requested_days(settled - timedelta(seconds=30))
+    assert ticks.at(settled)[EVENTS] == {day}
+
+
+LATE_HOURS = {
+    "mid-morning": "2026-10-08-05:00",
+    "first-hour-of-next-day-window": "2026-10-07-22:00",
+    "last-hour-before-it": "2026-10-07-21:00",
+    "lateness-tail": "2026-10-06-08:00",
+    "outside-horizon": "2026-10-01-05:00",
+}
+
+
+@pytest.mark.parametrize("late_hour", LATE_HOURS.values(), ids=LATE_HOURS.keys())
+@pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
+def test_a_late_file_requests_exactly_the_affected_event_days(specs, changes, late_hour):
+    definitions, stream = definitions_with(specs, changes)
+    ticks = Ticks(definitions)
+    history = day_keys("2026-10-01", "2026-10-09")
+    for key in (EVENTS, SHADOW, PRODUCTION):
+        ticks.materialize(key, history)
+    archive_hours = [hour_key(h) for h in hours(midnight("2026-09-30"), midnight("2026-10-11"))]
+    for hour in archive_hours:
+        ticks.observe(hour, "v1")
+    now = settles_at(stream, "2026-10-09") + timedelta(minutes=10)  # every materialized day has settled
+    assert ticks.at(now) == {}
+
+    ticks.observe(late_hour, "v2")  # a file added to (or replaced in) one ingestion hour
+    for hour in archive_hours:  # the next observation: every other hour unchanged
+        if hour != late_hour:
+            ticks.observe(hour, "v1")
+    requested = ticks.at(now + timedelta(minutes=5))
+
+    horizon = {
+        d for d in history if midnight(d) + DAY > midnight(now.date().isoformat()) - stream.refresh_horizon
+    }
+    affected = {d for d in history if late_hour in read_hours(stream, d)} & horizon
+    assert requested.get(EVENTS, set()) == affected
+    # Verdicts passed before, so the chain joins the same run; for those days only, never another one.
+    assert all(days <= affected for days in requested.values()) and ARCHIVE not in requested
+    if late_hour == LATE_HOURS["outside-horizon"]:
+        assert affected == set()
+    else:
+        assert affected, "the case must exercise the mapping"
+    # Handled: nothing more on the next tick.
+    ticks.materialize(EVENTS, sorted(affected), checks_pass=None)
+    assert EVENTS not in ticks.at(now + timedelta(minutes=6))
+
+
+FAILURES = {
+    "checks-pass": (True, True),
+    "check-failed-day-kept": (False, True),  # the per_day policy: materialized, verdict failed
+    "check-failed-day-held-back": (False, False),  # all-or-nothing (default): not materialized
+}
+
+
+@pytest.mark.parametrize(("checks_pass", "failed_days_kept"), FAILURES.values(), ids=FAILURES.keys())
+def test_a_failed_blocking_check_on_the_events_stops_the_chain(specs, checks_pass, failed_days_kept):
+    definitions, stream = definitions_with(specs, {})
+    ticks = Ticks(definitions)
+    for key in (EVENTS, SHADOW, PRODUCTION):
+        ticks.materialize(key, day_keys("2026-10-01", "2026-10-08"))
+    day = "2026-10-09"
+    settled = settles_at(stream, day)
+    ticks.at(settled - HOUR)
+    assert ticks.at(settled + timedelta(minutes=1))[EVENTS] == {day}
+
+    ticks.materialize(EVENTS, [day], checks_pass=checks_pass, failed_days_kept=failed_days_kept)
+    for minutes in (2, 3, 30):  # tick after tick
+        requested = ticks.at(settled + timedelta(minutes=minutes))
+        requested.pop(ARCHIVE, None)
+        if checks_pass:
+            assert requested == {SHADOW: {day}}
+            break
+        # Nothing downstream. (A held-back day has no materialization, so these simulated ticks, which
+        # record no failed run, request its events again; in a real run Dagster marks it failed.)
+        assert SHADOW not in requested and PRODUCTION not in requested
+        if failed_days_kept:
+            assert requested == {}

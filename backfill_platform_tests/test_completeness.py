@@ -1,0 +1,203 @@
+"""'Validated' means complete and current: unsettled or gapped days are blocked, stale validations refused.
+
+Each test works on its own copy of the generated archive under its own stream name, so what it breaks
+(a removed hour, a late file, an early clock) stays out of every other test's tables.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+from backfill_platform import settings
+from backfill_platform.archive.listing import ArchiveFile
+from backfill_platform.events.assets import build_events_asset
+from backfill_platform.events.completeness import completeness, day_horizon, required_hours
+from backfill_platform.lakehouse.tables import current_snapshot_id, snapshot_summary, table_exists
+from backfill_platform.ledger.ledger import latest_ingestions, ledger
+from backfill_platform.promotion.assets import build_production_asset
+from backfill_platform.shadow.assets import build_shadow_asset
+from backfill_platform.shadow.tables import production_table
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.conftest import START
+from backfill_platform_tests.test_promotion import dataset, failed_checks, prod_state, run
+
+D2, D3, D4 = (START + timedelta(days=i) for i in (1, 2, 3))
+
+
+def utc(day: date, hour: int = 0) -> datetime:
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC) + timedelta(hours=hour)
+
+
+def stream_copy(playback: StreamSpec, data_dir: Path, name: str, **changes) -> StreamSpec:
+    """The generated archive copied under `archive/<name>`, declared as a stream of that name."""
+    target = data_dir / "archive" / name
+    if not target.exists():
+        shutil.copytree(data_dir / "archive" / "playback", target)
+    archive = playback.archive.model_copy(update={"location": f"archive/{name}"})
+    return playback.model_copy(update={"name": name, "archive": archive, **changes})
+
+
+def settled_by_day(result) -> dict:
+    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
+
+
+# --- the rule itself ---------------------------------------------------------------------------------
+
+
+def test_a_day_settles_at_its_end_plus_lateness_plus_one_hour(playback):
+    # playback: 8 h lateness, 15 min clock skew.
+    assert day_horizon(playback, D2) == utc(D3, 9)
+    hours = required_hours(playback, D2)
+    assert hours[0] == utc(START, 22) and hours[-1] == utc(D3, 8) and len(hours) == 35
+    # Nothing was archived before the stream's first day: those hours are not required.
+    assert required_hours(playback, START)[0] == utc(START)
+
+
+def test_missing_and_pending_hours_are_named(playback):
+    files = [
+        ArchiveFile(path="", name="", ingestion_hour=h, size=1, modified_ns=0)
+        for h in required_hours(playback, D2) + required_hours(playback, D3)
+        if h != utc(D3, 5)
+    ]
+    status = completeness(playback, files, [D2.isoformat(), D3.isoformat()], now=utc(D3, 12))
+    assert status[D2.isoformat()].missing_hours == [utc(D3, 5)]
+    assert not status[D2.isoformat()].settled
+    assert "2026-10-03 05:00 to 05:59" in status[D2.isoformat()].problem()
+    # D3 is not due yet: its later hours are pending, not missing, and it says when it settles.
+    d3 = status[D3.isoformat()]
+    assert not d3.horizon_passed and d3.missing_hours == [utc(D3, 5)]
+    assert d3.pending_hours[0] == utc(D3, 12)  # the hour 11:00 closed at noon
+    assert "settles at 2026-10-04 09:00 UTC" in d3.problem()
+    relaxed = playback.model_copy(update={"allow_empty_hours": True})
+    assert completeness(relaxed, files, [D2.isoformat()], now=utc(D3, 12))[D2.isoformat()].settled
+
+
+# --- through Dagster, on real tables ------------------------------------------------------------------
+
+
+def test_a_missing_hour_blocks_exactly_the_days_that_read_it(
+    truth, data_dir, spark, spark_resource, playback
+):
+    stream = stream_copy(playback, data_dir, "playback_gap")
+    shutil.rmtree(data_dir / "archive" / "playback_gap" / "2026" / "10" / "03" / "05")
+    spec = dataset("views_gap", source_stream=stream.name)
+    assets = [build_events_asset(stream), build_shadow_asset(spec, stream, "v2")]
+    result = run(spark_resource, [*assets, build_production_asset(spec, stream)], D2, D4)
+
+    assert not result.success
+    settled = settled_by_day(result)
+    # Hour 2026-10-03 05:00 feeds D2 (through its lateness) and D3, not D4 (which starts reading at 22:00).
+    assert {day for day, c in settled.items() if not c.passed} == {D2.isoformat(), D3.isoformat()}
+    assert settled[D2.isoformat()].metadata["missing_hours"].value == "2026-10-03 05:00 to 05:59"
+    # The failed days were not materialized; the settled one was.
+    materialized = {
+        m.event_specific_data.materialization.partition for m in result.get_asset_materialization_events()
+    }
+    assert materialized == {D4.isoformat()}
+    verdicts = latest_ingestions(spark, stream.name, [D2, D3, D4])
+    assert {day: v["checks_passed"] for day, v in verdicts.items()} == {
+        D2.isoformat(): False,
+        D3.isoformat(): False,
+        D4.isoformat(): True,
+    }
+    assert "settled" in verdicts[D2.isoformat()]["failed_checks"]
+    # Nothing was promoted: not even D4, the range is held back as a whole.
+    assert not table_exists(spark, production_table(spark, spec)) or (
+        spark.table(production_table(spark, spec)).count() == 0
+    )
+
+
+def test_an_unsettled_day_is_blocked_or_promoted_as_provisional(
+    truth, data_dir, spark, spark_resource, playback, monkeypatch
+):
+    monkeypatch.setattr(settings, "now", lambda: utc(D4, 3))  # D3 settled at 09:00 on D4; D4 not yet
+    stream = stream_copy(playback, data_dir, "playback_fresh")
+    blocked = run(spark_resource, [build_events_asset(stream)], D3, D4)
+    settled = settled_by_day(blocked)
+    assert not settled[D3.isoformat()].passed and not settled[D4.isoformat()].passed
+    assert "settles at 2026-10-04 09:00 UTC" in settled[D3.isoformat()].metadata["problem"].value
+
+    monkeypatch.setattr(settings, "now", lambda: utc(D4, 12))  # D3 has settled, D4 has not
+    provisional = stream.model_copy(update={"provisional_promotion": True})
+    spec = dataset("views_fresh", source_stream=stream.name)
+    chain = [
+        build_events_asset(provisional),
+        build_shadow_asset(spec, provisional, "v2"),
+        build_production_asset(spec, provisional),
+    ]
+    result = run(spark_resource, chain, D3, D4)
+    assert result.success, failed_checks(result)
+    settled = settled_by_day(result)
+    assert settled[D3.isoformat()].passed and not settled[D3.isoformat()].metadata["provisional"].value
+    assert settled[D4.isoformat()].passed and settled[D4.isoformat()].metadata["provisional"].value
+    rows = {
+        r["partition"]: r["provisional"]
+        for r in ledger(spark, spec.name).where(F.col("promoted_snapshot_id").isNotNull()).collect()
+    }
+    assert rows == {D3: False, D4: True}
+    table = production_table(spark, spec)
+    summary = snapshot_summary(spark, table, current_snapshot_id(spark, table))
+    assert summary["backfill_platform.provisional-days"] == D4.isoformat()
+
+
+def test_promotion_refuses_a_validation_of_events_since_rederived(
+    truth, data_dir, spark, spark_resource, playback
+):
+    stream = stream_copy(playback, data_dir, "playback_late")
+    spec = dataset("views_late", source_stream=stream.name)
+    events, shadow, production = (
+        build_events_asset(stream),
+        build_shadow_asset(spec, stream, "v2"),
+        build_production_asset(spec, stream),
+    )
+    assert run(spark_resource, [events, shadow, production], D2, D2).success
+    before = prod_state(spark, spec)
+
+    # A file arrives late in an hour D2 reads, and D2's events are re-derived; its shadow is not.
+    late = [
+        {
+            "event_id": f"late-{i}",
+            "event_time": f"{D2.isoformat()}T07:{i:02d}:00.000Z",
+            "user_id": "u000001",
+            "title_id": "t0001",
+            "event_type": "start",
+            "position_sec": 0,
+            "device": "web",
+        }
+        for i in range(3)
+    ]
+    folder = data_dir / "archive" / stream.name / "2026" / "10" / "02" / "09"
+    (folder / "playback-late-0002.jsonl.gz").write_bytes(
+        gzip.compress("".join(json.dumps(e) + "\n" for e in late).encode())
+    )
+    assert run(spark_resource, [events], D2, D2).success
+
+    alone = run(spark_resource, [production], D2, D2)
+    assert not alone.success
+    error = alone.get_step_failure_events()[0].event_specific_data.error
+    failure = error.cause.message if error.cause else error.message
+    assert "events changed since shadow v2 was validated" in failure
+    assert "re-materialize shadow v2" in failure
+    assert prod_state(spark, spec) == before
+
+    # Re-validated, the day promotes, and production counts the late starts of title t0001 at 07:00.
+    assert run(spark_resource, [shadow, production], D2, D2).success
+    views = (
+        spark.table(production_table(spark, spec))
+        .where((F.col("title_id") == "t0001") & (F.col("event_hour") == 7) & (F.col("event_date") == D2))
+        .agg(F.sum("views"))
+        .first()[0]
+    )
+    previous = (
+        spark.sql(f"SELECT * FROM {production_table(spark, spec)} VERSION AS OF {before[0]}")
+        .where((F.col("title_id") == "t0001") & (F.col("event_hour") == 7) & (F.col("event_date") == D2))
+        .agg(F.sum("views"))
+        .first()[0]
+    )
+    assert views == (previous or 0) + 3
