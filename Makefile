@@ -23,6 +23,10 @@ INSTALL_STAMP := $(VENV)/.install-stamp
 JAVA ?= java
 SQLITE_JDBC_JAR ?= /usr/share/java/sqlite-jdbc.jar
 JARJAR_JAR ?= /usr/share/java/jarjar.jar
+# Team tier: the PostgreSQL JDBC driver (Iceberg catalog on PostgreSQL) and PostgreSQL's server binaries
+# (the team-tier test starts a throwaway server with them).
+POSTGRES_JDBC_JAR ?= /usr/share/java/postgresql.jar
+POSTGRES_INITDB_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 # Headless browser of the UI tests (driven by the `playwright` package, which downloads no browser).
 CHROMIUM ?= /usr/bin/chromium
 # Override to dry-run the install branch, e.g. `make system-deps APT_GET='echo apt-get' JAVA=nojava`.
@@ -54,6 +58,8 @@ system-deps:
 	command -v $(JAVA) >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless); \
 	[ -e $(SQLITE_JDBC_JAR) ] || missing+=(libxerial-sqlite-jdbc-java); \
 	[ -e $(JARJAR_JAR) ] || missing+=(libjarjar-java); \
+	[ -e $(POSTGRES_JDBC_JAR) ] || missing+=(libpostgresql-jdbc-java); \
+	compgen -G '$(POSTGRES_INITDB_GLOB)' >/dev/null || missing+=(postgresql); \
 	[ -e $(CHROMIUM) ] || missing+=(chromium); \
 	if [ $${#missing[@]} -eq 0 ]; then exit 0; fi; \
 	echo "setup: missing system packages: $${missing[*]}"; \

@@ -10,6 +10,7 @@ the default.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar
@@ -17,7 +18,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
 from backfill_platform import settings
-from backfill_platform.lakehouse.jars import default_iceberg_jars
+from backfill_platform.lakehouse.jars import default_iceberg_jars, with_jdbc_driver
 
 
 class IcebergCatalogResource(ConfigurableResource):
@@ -63,7 +64,21 @@ class IcebergCatalogResource(ConfigurableResource):
         """A PyIceberg catalog on the same database and warehouse as Spark's."""
         from pyiceberg.catalog.sql import SqlCatalog
 
-        return SqlCatalog(self.name, uri=self.sql_uri, warehouse=self.warehouse)
+        return SqlCatalog(self.name, uri=self.sql_uri_with_credentials(), warehouse=self.warehouse)
+
+    def sql_uri_with_credentials(self) -> str:
+        """`sql_uri` with the catalog user and password (from their env vars) when it names none, so
+        the password lives in one variable for Spark and PyIceberg, e.g. `postgresql+psycopg://host/db`."""
+        if not self.jdbc_user:
+            return self.sql_uri
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.sql_uri)
+        if url.username:
+            return self.sql_uri
+        return url.set(username=self.jdbc_user, password=self.jdbc_password).render_as_string(
+            hide_password=False
+        )
 
 
 class SparkIcebergResource(LazyPySparkResource):
@@ -81,7 +96,16 @@ class SparkIcebergResource(LazyPySparkResource):
 
     def full_spark_config(self) -> dict[str, str]:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        jars = self.iceberg_jars or ",".join(default_iceberg_jars())
+        # Python workers (local or on a cluster's executors) run this environment's interpreter unless
+        # PYSPARK_PYTHON says otherwise: on a cluster, every node must have it at the same path (one
+        # image / shared venv), with this package installed, since transforms are imported by name.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if self.iceberg_jars:
+            jar_list = [jar.strip() for jar in self.iceberg_jars.split(",") if jar.strip()]
+            jars = ",".join(with_jdbc_driver(jar_list, self.catalog.jdbc_uri))
+        else:
+            # spark.jars also ships them to a cluster's executors: nothing to install on the workers.
+            jars = ",".join(default_iceberg_jars(self.catalog.jdbc_uri))
         conf = {
             "spark.master": self.master,
             "spark.app.name": "backfill_platform",

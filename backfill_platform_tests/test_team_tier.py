@@ -1,0 +1,440 @@
+"""The team tier, end to end: a Spark standalone cluster, the Iceberg catalog and the Dagster instance on
+PostgreSQL — switched by configuration only (environment variables and dagster.team.yaml).
+
+Module fixtures start a throwaway PostgreSQL (Debian's server binaries, `initdb` in a temporary directory,
+loopback only, password authentication on TCP) and a Spark standalone master + one worker from pyspark's
+own `spark-class` on loopback. A 3-day validated backfill (events → shadow v2 → production of
+`views_per_title`) then runs through `dagster asset materialize` in a subprocess whose environment points
+the catalog at PostgreSQL, the Dagster instance at PostgreSQL and Spark at the cluster, over its own data
+directory and generated archive. Everything is read back independently: production and the ledger through
+PyIceberg on the PostgreSQL catalog, the run from Dagster's `runs` table with psycopg, the applications
+from the Spark master. Everything the fixtures started is stopped, also when a test fails.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+
+from backfill_platform import settings
+from backfill_platform.ledger.commits import ACTION, RANGE_END, RANGE_START, RUN_ID
+from backfill_platform_tests.conftest import START
+from backfill_platform_tests.dagster_dev import free_port
+
+pytestmark = pytest.mark.other_writers
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DAYS = 3
+EVENTS_PER_DAY = 2000
+DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
+SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title"
+CLI_TIMEOUT_SECONDS = 600
+STARTUP_TIMEOUT_SECONDS = 90
+
+# Roles and databases of the throwaway server: one database for the Iceberg catalog, one for Dagster.
+PG_USER = "backfill"
+CATALOG_DB = "lake"
+DAGSTER_DB = "dagster"
+
+
+def postgres_bin_dir() -> Path | None:
+    """The newest Debian PostgreSQL server binaries (`/usr/lib/postgresql/<major>/bin`)."""
+    found = sorted(
+        (Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")),
+        key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
+    )
+    return found[-1] if found else None
+
+
+def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM the process group, then SIGKILL it if it does not exit."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
+        if process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Postgres:
+    port: int
+    password: str
+    socket_dir: Path
+
+    def connect(self, dbname: str, admin: bool = False):
+        """psycopg connection: as the superuser over the Unix socket (trust), or as the application
+        role over TCP with its password (as every component of the tier connects)."""
+        import psycopg
+
+        if admin:
+            return psycopg.connect(
+                host=str(self.socket_dir), port=self.port, user="postgres", dbname=dbname, autocommit=True
+            )
+        return psycopg.connect(
+            host="127.0.0.1", port=self.port, user=PG_USER, password=self.password, dbname=dbname
+        )
+
+
+def as_postgres() -> dict:
+    """PostgreSQL's server refuses to run as root: subprocess arguments that drop to `postgres` if we are."""
+    if os.geteuid() != 0:
+        return {}
+    return {"user": "postgres", "group": "postgres", "extra_groups": []}
+
+
+def run_as_postgres(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=True, capture_output=True, text=True, timeout=120, **as_postgres())
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin/initdb): run `make setup`"
+        )
+    # Not under pytest's tmp_path: its parents are private to root, and the server runs as `postgres`.
+    root = Path(tempfile.mkdtemp(prefix="backfill-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres", "postgres")
+    port = free_port()
+    password = secrets.token_hex(12)
+    pwfile = root / "superuser.pw"
+    pwfile.write_text(secrets.token_hex(12) + "\n")
+    if os.geteuid() == 0:
+        shutil.chown(pwfile, "postgres", "postgres")
+    data = root / "db"
+    log = root / "postgres.log"
+    started = False
+    try:
+        run_as_postgres(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                f"--pwfile={pwfile}",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ]
+        )
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        run_as_postgres(
+            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "start"]
+        )
+        started = True
+        server = Postgres(port=port, password=password, socket_dir=root)
+        from psycopg import sql
+
+        with server.connect("postgres", admin=True) as conn:
+            role = sql.Identifier(PG_USER)
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, sql.Literal(password)))
+            for db in (CATALOG_DB, DAGSTER_DB):
+                conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(db), role))
+        yield server
+    except subprocess.CalledProcessError as error:
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        pytest.fail(f"PostgreSQL did not start: {error.stderr}\n{tail}")
+    finally:
+        if started:
+            subprocess.run(
+                [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=60,
+                **as_postgres(),
+            )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --- Spark standalone ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SparkCluster:
+    master_url: str
+    web_url: str
+    work_dir: Path
+
+    def state(self) -> dict:
+        with urllib.request.urlopen(f"{self.web_url}/json/", timeout=10) as response:
+            return json.loads(response.read())
+
+
+def spark_class() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+def spark_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_DAEMON_MEMORY": "512m",
+        "TZ": "UTC",
+    }
+
+
+def wait_for(predicate, what: str, processes: list[subprocess.Popen], logs: list[Path]) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        for process in processes:
+            if process.poll() is not None:
+                tails = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs if log.exists())
+                pytest.fail(f"{what}: a Spark daemon exited with {process.returncode}\n{tails}")
+        try:
+            if predicate():
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+            pass
+        time.sleep(1)
+    tails = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs if log.exists())
+    pytest.fail(f"{what}: not ready after {STARTUP_TIMEOUT_SECONDS}s\n{tails}")
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    root = tmp_path_factory.mktemp("spark_cluster")
+    work_dir = root / "work"
+    work_dir.mkdir()
+    master_port, master_web, worker_port, worker_web = (free_port() for _ in range(4))
+    cluster = SparkCluster(
+        master_url=f"spark://127.0.0.1:{master_port}",
+        web_url=f"http://127.0.0.1:{master_web}",
+        work_dir=work_dir,
+    )
+    launched: list[subprocess.Popen] = []
+    logs = [root / "master.log", root / "worker.log"]
+
+    def launch(args: list[str], log: Path) -> subprocess.Popen:
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [str(spark_class()), *args],
+                env=spark_env(),
+                cwd=root,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        launched.append(process)
+        return process
+
+    try:
+        master_args = ["--host", "127.0.0.1", "--port", str(master_port), "--webui-port", str(master_web)]
+        launch(["org.apache.spark.deploy.master.Master", *master_args], logs[0])
+        wait_for(lambda: cluster.state().get("status") == "ALIVE", "Spark master", launched, logs)
+        worker_args = [
+            cluster.master_url,
+            *("--host", "127.0.0.1", "--port", str(worker_port), "--webui-port", str(worker_web)),
+            *("--cores", "2", "--memory", "2g", "--work-dir", str(work_dir)),
+        ]
+        launch(["org.apache.spark.deploy.worker.Worker", *worker_args], logs[1])
+        wait_for(
+            lambda: any(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])),
+            "Spark worker",
+            launched,
+            logs,
+        )
+        yield cluster
+    finally:
+        for process in reversed(launched):
+            stop_group(process)
+
+
+# --- the backfill through Dagster, on the team tier ----------------------------------------------------
+
+
+@dataclass
+class TeamBackfill:
+    env: dict[str, str]
+    completed: subprocess.CompletedProcess
+    seconds: float
+    truth: dict
+    dagster_home: Path
+
+
+def team_env(postgres: Postgres, cluster: SparkCluster, data_dir: Path, dagster_home: Path) -> dict[str, str]:
+    """Exactly the settings of the README's team-tier table; nothing else differs from the embedded tier."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BACKFILL_PLATFORM_", "DAGSTER_PG_"))}
+    env.update(
+        {
+            settings.DATA_DIR_ENV: str(data_dir),
+            settings.SPARK_MASTER_ENV: cluster.master_url,
+            settings.CATALOG_JDBC_URI_ENV: f"jdbc:postgresql://127.0.0.1:{postgres.port}/{CATALOG_DB}",
+            settings.CATALOG_SQL_URI_ENV: f"postgresql+psycopg://127.0.0.1:{postgres.port}/{CATALOG_DB}",
+            "BACKFILL_PLATFORM_CATALOG_USER": PG_USER,
+            "BACKFILL_PLATFORM_CATALOG_PASSWORD": postgres.password,
+            "DAGSTER_HOME": str(dagster_home),
+            "DAGSTER_PG_HOST": "127.0.0.1",
+            "DAGSTER_PG_PORT": str(postgres.port),
+            "DAGSTER_PG_DB": DAGSTER_DB,
+            "DAGSTER_PG_USERNAME": PG_USER,
+            "DAGSTER_PG_PASSWORD": postgres.password,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "DAGSTER_DISABLE_TELEMETRY": "1",
+            "TZ": "UTC",
+        }
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def team_backfill(
+    postgres: Postgres, spark_cluster: SparkCluster, tmp_path_factory: pytest.TempPathFactory
+) -> TeamBackfill:
+    from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+
+    data_dir = tmp_path_factory.mktemp("team_data")
+    config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=23)
+    truth = generate_playback_archive(data_dir / "archive" / "playback", config)
+    dagster_home = tmp_path_factory.mktemp("team_dagster_home")
+    shutil.copy(REPO_ROOT / "dagster.team.yaml", dagster_home / "dagster.yaml")
+    env = team_env(postgres, spark_cluster, data_dir, dagster_home)
+    command = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "backfill_platform.definitions",
+        "--select",
+        SELECTION,
+        "--partition-range",
+        f"{DAYS_OF_RANGE[0]}...{DAYS_OF_RANGE[-1]}",
+    ]
+    began = time.monotonic()
+    completed = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
+    )
+    seconds = time.monotonic() - began
+    sys.stderr.write(f"\nteam tier: 3-day backfill on the cluster took {seconds:.1f}s\n")
+    if completed.returncode != 0:
+        sys.stderr.write(completed.stderr[-8000:])
+    assert completed.returncode == 0, f"dagster asset materialize failed:\n{completed.stderr[-3000:]}"
+    return TeamBackfill(env=env, completed=completed, seconds=seconds, truth=truth, dagster_home=dagster_home)
+
+
+def pyiceberg_catalog(env: dict[str, str]):
+    """PyIceberg on the PostgreSQL catalog, configured from the same variables as the run."""
+    from backfill_platform.lakehouse.resources import IcebergCatalogResource
+
+    return IcebergCatalogResource(
+        name="lake",
+        jdbc_uri=env[settings.CATALOG_JDBC_URI_ENV],
+        sql_uri=env[settings.CATALOG_SQL_URI_ENV],
+        warehouse=f"file://{env[settings.DATA_DIR_ENV]}/warehouse",
+        jdbc_user=env["BACKFILL_PLATFORM_CATALOG_USER"],
+        jdbc_password=env["BACKFILL_PLATFORM_CATALOG_PASSWORD"],
+    ).load()
+
+
+def rows_per_day(table) -> dict[str, int]:
+    days = table.scan(selected_fields=("event_date",)).to_arrow().column("event_date").to_pylist()
+    return dict(sorted(Counter(d.isoformat() for d in days).items()))
+
+
+def recorded_runs(postgres: Postgres) -> list[tuple[str, str]]:
+    with postgres.connect(DAGSTER_DB) as conn:
+        return conn.execute("SELECT run_id, status FROM runs ORDER BY create_timestamp").fetchall()
+
+
+# --- the tests -----------------------------------------------------------------------------------------
+
+
+def test_the_run_is_recorded_in_postgresql(team_backfill: TeamBackfill, postgres: Postgres):
+    runs = recorded_runs(postgres)
+    assert len(runs) == 1, runs
+    assert runs[0][1] == "SUCCESS", runs
+    with postgres.connect(DAGSTER_DB) as conn:
+        materialized = conn.execute(
+            "SELECT asset_key, count(DISTINCT partition) FROM event_logs "
+            "WHERE dagster_event_type = 'ASSET_MATERIALIZATION' GROUP BY asset_key"
+        ).fetchall()
+    # asset_key is the key's path as a JSON list
+    assert {json.loads(key)[0] for key, _ in materialized} == {"raw", "shadow", "prod"}
+    assert {count for _, count in materialized} == {DAYS}
+    # Nothing fell back to the embedded tier's SQLite storage.
+    assert not list(team_backfill.dagster_home.rglob("*.db"))
+
+
+def test_production_read_back_through_pyiceberg_on_postgresql(
+    team_backfill: TeamBackfill, postgres: Postgres
+):
+    catalog = pyiceberg_catalog(team_backfill.env)
+    shadow = rows_per_day(catalog.load_table("shadow.views_per_title__v2"))
+    production_table = catalog.load_table("prod.views_per_title")
+    production = rows_per_day(production_table)
+    assert list(production) == DAYS_OF_RANGE
+    assert all(rows > 0 for rows in production.values()), production
+    assert production == shadow
+
+    run_id = recorded_runs(postgres)[0][0]
+    promotions = [s for s in production_table.metadata.snapshots if s.summary.get(ACTION) == "promote"]
+    assert len(promotions) == 1, [s.summary.additional_properties for s in promotions]
+    promotion = promotions[0]
+    assert production_table.metadata.current_snapshot_id == promotion.snapshot_id
+    assert promotion.summary.get(RUN_ID) == run_id
+    end_exclusive = (date.fromisoformat(DAYS_OF_RANGE[-1]) + timedelta(days=1)).isoformat()
+    assert (promotion.summary.get(RANGE_START), promotion.summary.get(RANGE_END)) == (
+        DAYS_OF_RANGE[0],
+        end_exclusive,
+    )
+
+    ledger = catalog.load_table("platform.ledger").scan().to_arrow().to_pylist()
+    rows = {
+        row["partition"].isoformat(): row
+        for row in ledger
+        if row["dataset"] == "views_per_title" and row["version"] == "v2" and row["run_id"] == run_id
+    }
+    assert sorted(rows) == DAYS_OF_RANGE
+    for day, row in rows.items():
+        expected = team_backfill.truth["partitions"][day]
+        assert row["checks_passed"] is True, (day, row["failed_checks"])
+        assert row["records"] == expected["records"], day
+        assert row["events_written"] == expected["written"], day
+        assert row["shadow_rows"] == production[day], day
+        assert row["promoted_snapshot_id"] == promotion.snapshot_id, day
+
+
+def test_the_work_ran_on_the_cluster(team_backfill: TeamBackfill, spark_cluster: SparkCluster):
+    state = spark_cluster.state()
+    apps = [app for app in state.get("completedapps", []) if app.get("name") == "backfill_platform"]
+    assert apps, json.dumps(state)[:2000]
+    assert all(app.get("state") == "FINISHED" for app in apps), apps
+    # Executors ran in the worker: each application has its folder (executor logs) in the work dir.
+    app_dirs = {path.name for path in spark_cluster.work_dir.glob("app-*")}
+    assert {app["id"] for app in apps} <= app_dirs
