@@ -19,7 +19,14 @@ from backfill_platform.generator import GeneratorConfig, generate_playback_archi
 
 UTC = dt.UTC
 START = dt.date(2026, 10, 1)
-REASONS = ("malformed_json", "missing_event_id", "unparseable_event_time", "too_late", "clock_skew")
+REASONS = (
+    "malformed_json",
+    "missing_event_id",
+    "unparseable_event_time",
+    "too_late",
+    "clock_skew",
+    "conflicting_duplicate",
+)
 V1_KEYS = ["event_id", "event_time", "user_id", "title_id", "event_type", "position_sec", "device"]
 V2_KEYS = [
     "schema_version",
@@ -106,8 +113,11 @@ def _recompute(lines: list, lateness: dt.timedelta, skew: dt.timedelta) -> dict:
         hb, _, _, t, rec, _ = copies[0]
         p = parts[t.date().isoformat()]
         p["written"] += 1
-        p["duplicates"] += len(copies) - 1
-        p["conflicting_ids"] += len({c[5] for c in copies}) > 1
+        # A copy with another payload than the kept one is quarantined, so that payload is kept.
+        conflicting = sum(c[5] != copies[0][5] for c in copies[1:])
+        p["duplicates"] += len(copies) - 1 - conflicting
+        p["quarantined"]["conflicting_duplicate"] += conflicting
+        p["conflicting_ids"] += conflicting > 0
         p["late"] += hb > t.replace(minute=0, second=0, microsecond=0)
         if rec["event_type"] == "start":
             p["starts"] += 1

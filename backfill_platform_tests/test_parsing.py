@@ -28,6 +28,7 @@ def stream_in(tmp_path: Path) -> StreamSpec:
     raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
+    raw["archive"]["allow_outside_data_roots"] = True  # pytest's tmp_path, not the data directory
     return StreamSpec.model_validate(raw)
 
 
@@ -152,21 +153,26 @@ def test_bad_lines_are_quarantined_with_reason_line_and_raw_text(tmp_path, spark
     assert detail["detail"] == "position_sec" and '"forty"' in detail["line"]
 
 
-def test_conflicting_payloads_are_counted_separately(tmp_path, spark):
+def test_conflicting_payloads_are_counted_and_the_losing_one_kept(tmp_path, spark):
     spec = stream_in(tmp_path)
     at = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)
     deliver(spec, datetime(2026, 10, 1, 8, tzinfo=UTC), [v1("dup", at)])
     deliver(spec, datetime(2026, 10, 1, 9, tzinfo=UTC), [v1("dup", at, position_sec=99)])
     result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
     figures = result.partitions["2026-10-01"]
-    assert (figures.written, figures.duplicates, figures.conflicting_ids) == (1, 1, 1)
+    assert (figures.written, figures.duplicates, figures.conflicting_ids) == (1, 0, 1)
+    assert figures.quarantined["conflicting_duplicate"] == 1
     assert events(spark, spec)["dup"]["position_sec"] == 7  # the earliest delivery wins
+    loser = quarantined(spark, spec)["2026/10/01/09/part-0001.jsonl.gz:1"]
+    assert loser["reason"] == "conflicting_duplicate" and '"position_sec": 99' in loser["line"]
+    assert loser["detail"] == "kept 2026/10/01/08/part-0001.jsonl.gz:1"
 
 
 def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path, spark):
     raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "my archive")
+    raw["archive"]["allow_outside_data_roots"] = True
     raw["archive"]["layout"] = "dt=%Y-%m-%d/hour=%H"
     spec = StreamSpec.model_validate(raw)
     deliver(

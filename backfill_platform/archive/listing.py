@@ -1,22 +1,29 @@
-"""Listing an archive by ingestion hour.
+"""Listing an archive by ingestion hour, reading its files line by line, and finding what no hour lists.
 
 Readers only ever ask "which files were ingested in these hours?", so the listing is an interface with
-a local implementation; an object-store implementation answers the same question.
+a local implementation; an object-store implementation answers the same question. Every file below the
+archive's root is either listed in an hour or reported by `unlisted_files`, with its line count.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import os
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 from backfill_platform import settings
-from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.specs.stream import StreamSpec, check_archive_root
 
 HOUR = timedelta(hours=1)
-_SUFFIXES = {"gzip": (".jsonl.gz", ".json.gz", ".gz"), "none": (".jsonl", ".json")}
+GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+_KEPT_PREFIX = 1024  # bytes of an over-long line kept in its quarantine record
 
 
 @dataclass(frozen=True)
@@ -28,13 +35,32 @@ class ArchiveFile:
     modified_ns: int
 
 
+@dataclass(frozen=True)
+class UnlistedFile:
+    """A file below the archive root that no ingestion hour lists, so no window ever reads it."""
+
+    name: str
+    size: int
+    lines: int
+    why: str
+
+
 class Archive(Protocol):
     def list_hour(self, hour: datetime) -> list[ArchiveFile]: ...
 
 
+def hidden(name: str) -> bool:
+    """Hadoop's convention: `_SUCCESS`, `.part.crc`, in-progress uploads are not data files."""
+    return name.startswith((".", "_"))
+
+
 @dataclass(frozen=True)
 class LocalArchive:
-    """An archive in a local folder, in hourly ingestion folders named by `layout` (strftime)."""
+    """An archive in a local folder, in hourly ingestion folders named by `layout` (strftime).
+
+    Every non-hidden file of an hour folder is listed whatever its extension: compression is recognised
+    from the content when the file is read, so a `.jsonl` beside `.jsonl.gz` files is read, not skipped.
+    """
 
     root: Path
     layout: str
@@ -46,7 +72,7 @@ class LocalArchive:
             return []
         files = []
         for path in sorted(folder.iterdir()):
-            if path.is_file() and path.name.endswith(_SUFFIXES[self.compression]):
+            if path.is_file() and not hidden(path.name):
                 stat = path.stat()
                 files.append(
                     ArchiveFile(
@@ -59,10 +85,91 @@ class LocalArchive:
                 )
         return files
 
+    def hour_of(self, folder: str) -> datetime | None:
+        """The ingestion hour a folder (relative to the root) stands for, if it is exactly one."""
+        try:
+            hour = datetime.strptime(folder, self.layout)
+        except ValueError:
+            return None
+        return hour.replace(tzinfo=UTC) if hour.strftime(self.layout) == folder else None
+
+    def unlisted_files(self, first_hour: datetime, max_line_bytes: int = 1 << 20) -> list[UnlistedFile]:
+        """Files below the root that `list_hour` never returns for an hour from `first_hour` on.
+
+        Root-level hidden files (`_truth.json`) are the archive's own metadata and are not reported.
+        """
+        found = []
+        if not self.root.is_dir():
+            return found
+        for folder, _dirs, names in sorted(os.walk(self.root)):
+            relative = os.path.relpath(folder, self.root)
+            for name in sorted(names):
+                path = Path(folder) / name
+                if (relative == "." and hidden(name)) or not path.is_file():
+                    continue
+                hour = self.hour_of(relative) if relative != "." else None
+                if hour is None:
+                    why = f"outside the hour layout {self.layout!r}"
+                elif hidden(name):
+                    why = "hidden name (starts with '.' or '_')"
+                elif hour < first_hour:
+                    why = f"ingestion hour {hour:%Y-%m-%d %H}:00 is before the stream's first read window"
+                else:
+                    continue
+                lines = sum(1 for _ in iter_lines(str(path), max_line_bytes))
+                found.append(UnlistedFile(str(path.relative_to(self.root)), path.stat().st_size, lines, why))
+        return found
+
+
+def iter_lines(
+    path: str, max_line_bytes: int
+) -> Iterator[tuple[int, str, bytes | None, str | None, str | None]]:
+    """(line number, text, exact bytes if not UTF-8, defect, detail) for each line of a file, streamed.
+
+    gzip is recognised by its magic bytes, not the name. A leading UTF-8 BOM and each line's CR before
+    LF are removed; a final newline does not start a line. What cannot be used as it stands becomes a
+    record with a defect rather than an exception or a silent change:
+    `invalid_utf8` (text with `\\xNN` escapes, plus the exact bytes), `line_too_long` (its first KiB,
+    and its length; at most `max_line_bytes` are held in memory), `unreadable_file` (a truncated or
+    corrupt gzip stream: the intact lines before it are yielded, then one record naming the error).
+    """
+    number = 0
+    with open(path, "rb") as raw:
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.read(2) == GZIP_MAGIC else raw
+        raw.seek(0)
+        try:
+            while chunk := stream.readline(max_line_bytes + 1):
+                number += 1
+                if number == 1 and chunk.startswith(UTF8_BOM):
+                    chunk = chunk[len(UTF8_BOM) :]
+                if len(chunk.rstrip(b"\n")) > max_line_bytes:
+                    head, total = chunk[:_KEPT_PREFIX], len(chunk)
+                    while not chunk.endswith(b"\n") and (chunk := stream.readline(1 << 20)):
+                        total += len(chunk)
+                    text = head.decode("utf-8", "backslashreplace")
+                    yield number, text, None, "line_too_long", f"{total} bytes, over {max_line_bytes}"
+                    continue
+                line = chunk[:-1] if chunk.endswith(b"\n") else chunk
+                line = line[:-1] if line.endswith(b"\r") else line
+                try:
+                    yield number, line.decode("utf-8"), None, None, None
+                except UnicodeDecodeError as error:
+                    text = line.decode("utf-8", "backslashreplace")
+                    yield number, text, line, "invalid_utf8", f"byte {error.start}: {error.reason}"
+        except (EOFError, OSError, zlib.error) as error:
+            number += 1
+            yield (
+                number,
+                "",
+                None,
+                "unreadable_file",
+                f"{type(error).__name__}: {error} (after {number - 1} lines)",
+            )
+
 
 def archive_for(spec: StreamSpec) -> LocalArchive:
-    location = Path(spec.archive.location)
-    root = location if location.is_absolute() else settings.data_dir() / location
+    """The stream's archive; its location must resolve inside the configured roots (see the spec)."""
+    root = check_archive_root(spec.archive, settings.data_dir())
     return LocalArchive(root=root, layout=spec.archive.layout, compression=spec.archive.compression)
 
 

@@ -99,6 +99,12 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
             session, spec, archive_for(spec), window.start, window.end, run_properties(context)
         )
         context.log.info(ingest_report(result))
+        if result.unlisted:
+            # Not part of any day's figures (no window reads them), but never silently ignored.
+            context.log.warning(
+                f"{len(result.unlisted)} files under the archive root are in no ingestion hour and are not "
+                "read: " + "; ".join(f"{f.name} ({f.lines} lines, {f.why})" for f in result.unlisted[:20])
+            )
         days = sorted(result.partitions)
         # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
         written = session.sql(

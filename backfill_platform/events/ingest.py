@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.archive.listing import HOUR, Archive, ArchiveFile, list_files
+from backfill_platform.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.events.parse import REASONS, classify_window, parse_records, read_lines
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.partitions import days_between
@@ -48,6 +48,9 @@ class IngestResult:
     seconds: float
     events_snapshot_id: int | None
     quarantine_snapshot_id: int | None
+    # Files below the archive root that no window ever reads (outside the hour layout, hidden, or in an
+    # hour before the stream's first read window), with their line counts: reported, not dropped.
+    unlisted: list[UnlistedFile] = field(default_factory=list)
 
     @property
     def bytes(self) -> int:
@@ -92,6 +95,7 @@ QUARANTINE_COLUMNS = [
     ("event_id", "string"),
     ("event_time", "timestamp"),
     ("_schema_version", "int"),
+    ("raw_bytes", "binary"),  # the line's exact bytes when they are not UTF-8 (`line` escapes them)
 ]
 
 
@@ -99,7 +103,12 @@ def ensure_stream_tables(spark: SparkSession, spec: StreamSpec) -> None:
     ddl = ", ".join(f"{name} {kind}" for name, kind in events_columns(spec))
     ensure_table(spark, events_table(spark, spec), ddl, "days(event_time)")
     ddl = ", ".join(f"{name} {kind}" for name, kind in QUARANTINE_COLUMNS)
-    ensure_table(spark, quarantine_table(spark, spec), ddl, "days(attributed_time)")
+    table = quarantine_table(spark, spec)
+    ensure_table(spark, table, ddl, "days(attributed_time)")
+    existing = set(spark.table(table).columns)
+    missing = [f"{name} {kind}" for name, kind in QUARANTINE_COLUMNS if name not in existing]
+    if missing:  # a table created by an older version of the platform gains the new columns
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
 
 
 def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
@@ -118,11 +127,12 @@ def ingest_window(
     """Re-derive the events and quarantine of [start, end) from the archive; return the figures."""
     began = time.monotonic()
     files = list_files(archive, *read_window(spec, start, end))
-    lines = read_lines(spark, files)
-    classified = classify_window(parse_records(lines, spec), start, end).persist(StorageLevel.MEMORY_AND_DISK)
+    lines = read_lines(spark, files, spec.archive.max_line_bytes)
+    classified = classify_window(parse_records(lines, spec), spec, start, end)
+    classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         ensure_stream_tables(spark, spec)
-        events = classified.where(F.col("_copy") == 1).select(*(name for name, _ in events_columns(spec)))
+        events = classified.where(F.col("_kept")).select(*(name for name, _ in events_columns(spec)))
         events_snapshot = replace_range(
             events, events_table(spark, spec), "event_time", start, end, properties
         )
@@ -131,14 +141,13 @@ def ingest_window(
             "_source_file",
             "_line_number",
             F.col("_reason").alias("reason"),
-            F.when(F.col("_reason") == "invalid_field", F.col("_invalid_field"))
-            .when(F.col("_reason").isin("too_late", "clock_skew"), F.col("event_time").cast("string"))
-            .alias("detail"),
+            F.col("_detail").alias("detail"),
             "_ingestion_time",
             F.col("_attributed_time").alias("attributed_time"),
             F.when(F.col("event_id") != "", F.col("event_id")).alias("event_id"),
             "event_time",
             "_schema_version",
+            F.col("_raw").alias("raw_bytes"),
         )
         quarantine_snapshot = replace_range(
             quarantine, quarantine_table(spark, spec), "attributed_time", start, end, properties
@@ -157,19 +166,32 @@ def ingest_window(
         seconds=time.monotonic() - began,
         events_snapshot_id=events_snapshot,
         quarantine_snapshot_id=quarantine_snapshot,
+        unlisted=unlisted_files(spec, archive),
     )
+
+
+def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
+    """What the archive holds that no window of the stream reads (if the archive can tell)."""
+    scan = getattr(archive, "unlisted_files", None)
+    if scan is None:
+        return []
+    first = datetime.combine(spec.first_partition, datetime.min.time(), tzinfo=UTC)
+    first_hour = read_window(spec, first, first + timedelta(days=1))[0]
+    return scan(first_hour.replace(minute=0, second=0, microsecond=0), spec.archive.max_line_bytes)
 
 
 def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str, PartitionFigures]:
     reason = F.col("_reason")
-    kept = F.col("_copy") == 1
+    kept = F.col("_kept")
     rows = (
         classified.groupBy(F.to_date("_attributed_time").alias("day"))
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.count(F.when(kept, 1)).alias("written"),
-            F.count(F.when(F.col("_copy") > 1, 1)).alias("duplicates"),
-            F.count(F.when(kept & (F.col("_payloads") > 1), 1)).alias("conflicting_ids"),
+            F.count(F.when(reason.isNull() & ~kept, 1)).alias("duplicates"),
+            F.countDistinct(F.when(reason == "conflicting_duplicate", F.col("event_id"))).alias(
+                "conflicting_ids"
+            ),
             F.count(F.when(kept & (F.col("_ingestion_time") > F.date_trunc("hour", "event_time")), 1)).alias(
                 "late"
             ),

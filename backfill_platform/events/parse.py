@@ -8,20 +8,24 @@ in exactly one partition's figures, whichever windows happen to read it.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, date, datetime
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from backfill_platform.archive.listing import HOUR, ArchiveFile
+from backfill_platform.archive.listing import HOUR, ArchiveFile, iter_lines
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 
 CORRUPT = "_corrupt_record"
-# Checked in this order; the first that applies is the record's reason.
+# Checked in this order; the first that applies is the record's reason. The first three are found while
+# reading the file (see `archive.listing.iter_lines`), the last one while deduplicating.
 REASONS = (
+    "unreadable_file",
+    "line_too_long",
+    "invalid_utf8",
     "malformed_json",
     "unknown_schema_version",
     "missing_event_id",
@@ -29,39 +33,88 @@ REASONS = (
     "invalid_field",
     "too_late",
     "clock_skew",
+    "before_first_partition",
+    "conflicting_duplicate",
 )
 METADATA_COLUMNS = ("_schema_version", "_source_file", "_line_number", "_ingestion_time")
+LINES_SCHEMA = (
+    "_source_file string, _line_number bigint, _ingestion_time timestamp, line string, _raw binary, "
+    "_defect string, _defect_detail string"
+)
+_READ_SCHEMA = (
+    "_file int, _line_number bigint, line string, _raw binary, _defect string, _defect_detail string"
+)
+# An ISO 8601 date *and* time (a date alone, or a bare year, is not an event time), optional offset.
+_ISO_DATETIME = r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$"
+# Epoch milliseconds: an integer of at most 15 digits (year < 33658), so that no conversion overflows.
+_EPOCH_MILLIS = r"^\s*-?\d{1,15}\s*$"
+_INTEGER = r"^\s*[+-]?\d+\s*$"
+_DATE = r"^\s*\d{4}-\d{2}-\d{2}\s*$"
+_BATCH_ROWS = 4096
+_BATCH_BYTES = 16 << 20
 
 
-def read_lines(spark: SparkSession, files: list[ArchiveFile]) -> DataFrame:
+def read_lines(spark: SparkSession, files: list[ArchiveFile], max_line_bytes: int = 1 << 20) -> DataFrame:
     """One row per line of each file, with the file's name, the 1-based line number and ingestion hour.
 
-    Files are read whole (`wholetext`) so line numbers are exact whatever the file size or compression.
+    Files are streamed line by line on the executors (`archive.listing.iter_lines`): memory is bounded by
+    `max_line_bytes` and a batch, whatever the file size; compression is recognised by content (a gzip
+    file named `.jsonl` or a plain one named `.gz` are both read); a truncated or corrupt gzip file
+    yields its intact lines and one `unreadable_file` record instead of failing the run; a line that is
+    not UTF-8 is kept with its exact bytes (`_raw`) instead of being altered. `_defect` names what the
+    reader found wrong with a line (its quarantine reason), or is null.
     """
-    schema = "_source_file string, _line_number bigint, _ingestion_time timestamp, line string"
     if not files:
-        return spark.createDataFrame([], schema)
+        return spark.createDataFrame([], LINES_SCHEMA)
     manifest = spark.createDataFrame(
-        [(spark_file_name(spark, f.path), f.name, f.ingestion_hour) for f in files],
-        "_uri string, _source_file string, _ingestion_time timestamp",
+        [(i, f.name, f.ingestion_hour) for i, f in enumerate(files)],
+        "_file int, _source_file string, _ingestion_time timestamp",
     )
-    whole = spark.read.text([f.path for f in files], wholetext=True)
-    listed = {spark_file_name(spark, f.path) for f in files}
-    unlisted = sorted(set(whole.inputFiles()) - listed)
-    if unlisted:  # checked on the file index, before any data is read
-        raise RuntimeError(f"Spark would read files the archive listing does not name: {unlisted[:3]}")
-    lines = (
-        whole.select(F.input_file_name().alias("_uri"), F.split("value", "\n").alias("_lines"))
-        .select("_uri", F.size("_lines").alias("_n"), F.posexplode("_lines").alias("_pos", "line"))
-        # A final newline leaves one empty string behind: it is not a record.
-        .where(~((F.col("_pos") == F.col("_n") - 1) & (F.col("line") == "")))
-        .select(
-            "_uri",
-            (F.col("_pos") + 1).alias("_line_number"),
-            F.regexp_replace("line", "\r$", "").alias("line"),
-        )
+    paths = spark.sparkContext.parallelize(
+        [(i, f.path) for i, f in enumerate(files)], min(len(files), 4 * spark.sparkContext.defaultParallelism)
+    ).toDF("_file int, _path string")
+    lines = paths.mapInArrow(_arrow_reader(max_line_bytes), _READ_SCHEMA)
+    return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA))
+
+
+def _arrow_reader(max_line_bytes: int):
+    def read(batches):
+        for batch in batches:
+            for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                yield from _file_batches(index, path, max_line_bytes)
+
+    return read
+
+
+def _file_batches(index: int, path: str, max_line_bytes: int):
+    import pyarrow as pa
+
+    columns: list[list] = [[], [], [], [], []]
+    size = 0
+    for record in iter_lines(path, max_line_bytes):
+        for column, value in zip(columns, record, strict=True):
+            column.append(value)
+        size += len(record[1]) + len(record[2] or b"")
+        if len(columns[0]) >= _BATCH_ROWS or size >= _BATCH_BYTES:
+            yield _batch(pa, index, columns)
+            columns, size = [[], [], [], [], []], 0
+    if columns[0]:
+        yield _batch(pa, index, columns)
+
+
+def _batch(pa, index: int, columns: list[list]):
+    numbers, text, raw, defect, detail = columns
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([index] * len(numbers), pa.int32()),
+            pa.array(numbers, pa.int64()),
+            pa.array(text, pa.string()),
+            pa.array(raw, pa.binary()),
+            pa.array(defect, pa.string()),
+            pa.array(detail, pa.string()),
+        ],
+        names=schema_names(_READ_SCHEMA),
     )
-    return lines.join(F.broadcast(manifest), "_uri").select(*schema_names(schema))
 
 
 def spark_file_name(spark: SparkSession, path: str) -> str:
@@ -91,15 +144,35 @@ def _matches(version: SchemaVersion) -> Column:
 
 
 def _event_time(spec: StreamSpec, version: SchemaVersion) -> Column:
-    text = F.trim(_raw(spec.event_time.field))
+    text = _raw(spec.event_time.field)
     if spec.time_format(version) == "epoch_millis":
-        return F.timestamp_millis(text.cast("long"))
-    return text.cast(TimestampType())
+        return F.when(text.rlike(_EPOCH_MILLIS), F.timestamp_millis(F.trim(text).cast("long")))
+    return F.when(text.rlike(_ISO_DATETIME), F.trim(text).cast(TimestampType()))
+
+
+def _typed(text: Column, kind: str) -> Column:
+    """`text` as a value of `kind`, or null when it is not exactly such a value.
+
+    Spark's casts are lenient where a record must not be altered: `42.7` casts to the long 42, `1e400`
+    to an infinite double, `yes` to true and a date to its midnight. Those are invalid values here.
+    """
+    value = text.cast(FIELD_TYPES[kind])
+    if kind in ("long", "int"):
+        return F.when(text.rlike(_INTEGER), value)
+    if kind == "double":
+        return F.when(~F.isnan(value) & (F.abs(value) != F.lit(float("inf"))), value)
+    if kind == "boolean":
+        return F.when(F.lower(F.trim(text)).isin("true", "false"), value)
+    if kind == "date":
+        return F.when(text.rlike(_DATE), value)
+    if kind == "timestamp":
+        return F.when(text.rlike(_ISO_DATETIME), value)
+    return value
 
 
 def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, Column], Column]:
     """The version's payload as latest-schema columns, and the name of its first ill-typed field."""
-    columns = {name: _raw(name).cast(FIELD_TYPES[kind]) for name, kind in version.fields.items()}
+    columns = {name: _typed(_raw(name), kind) for name, kind in version.fields.items()}
     types = dict(version.fields)
     invalid = [
         F.when(_raw(name).isNotNull() & columns[name].isNull(), F.lit(name))
@@ -140,8 +213,18 @@ def _by_version(spec: StreamSpec, pick: dict[int, Column]) -> Column:
     return expression
 
 
+def _utc_start(day: date) -> datetime:
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+
+
 def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
-    """Parse, recognise the schema version, upcast to the latest and give each record its reason (or null)."""
+    """Parse, recognise the schema version, upcast to the latest and give each record its reason (or null).
+
+    A record is attributed to its event time when admissible, otherwise to its ingestion hour, and never
+    before the stream's first partition: what would be attributed earlier (an admissible event of an
+    earlier day, reason `before_first_partition`, or any record of an ingestion hour before it) is
+    attributed to the first partition's start, so that it is counted there instead of nowhere.
+    """
     parsed = lines.withColumn(
         "_r",
         F.from_json("line", _raw_schema(spec), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}),
@@ -154,7 +237,10 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             if version is None
             else version.when(rule, candidate.version)
         )
-    corrupt = F.col("_r").isNull() | _raw(CORRUPT).isNotNull()
+    # One JSON object per line: Spark's parser ignores what follows the object (`{...} junk`, a NUL).
+    trimmed = F.trim("line")
+    not_an_object = ~trimmed.startswith("{") | ~trimmed.endswith("}") | F.col("line").contains("\u0000")
+    corrupt = F.col("_r").isNull() | _raw(CORRUPT).isNotNull() | not_an_object
     parsed = parsed.withColumn("_schema_version", F.when(~corrupt, version).cast("int"))
 
     upcasts = {v.version: _upcast(v, spec.latest.fields) for v in spec.schema_versions}
@@ -166,21 +252,38 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     event_time = _by_version(spec, {v.version: _event_time(spec, v) for v in spec.schema_versions})
     event_id = F.trim(_raw(spec.event_id_field))
 
+    first = _utc_start(spec.first_partition)
     lateness_us = int(spec.allowed_lateness.total_seconds() * 1_000_000)
     ahead_us = int((HOUR + spec.clock_skew).total_seconds() * 1_000_000)
     t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
     reason = (
-        F.when(corrupt, "malformed_json")
+        F.when(F.col("_defect").isNotNull(), F.col("_defect"))
+        .when(corrupt, "malformed_json")
         .when(F.col("_schema_version").isNull(), "unknown_schema_version")
         .when(F.col("event_id").isNull() | (F.col("event_id") == ""), "missing_event_id")
         .when(F.col("event_time").isNull(), "unparseable_event_time")
         .when(F.col("_invalid_field").isNotNull(), "invalid_field")
         .when(t_us < hb_us - lateness_us, "too_late")
         .when(t_us >= hb_us + ahead_us, "clock_skew")
+        .when(F.col("event_time") < F.lit(first), "before_first_partition")
+    )
+    reason_col = F.col("_reason")
+    detail = (
+        F.when(F.col("_defect").isNotNull(), F.col("_defect_detail"))
+        .when(reason_col == "malformed_json", F.when(F.col("line").contains("\u0000"), F.lit("NUL byte")))
+        .when(reason_col == "unparseable_event_time", _raw(spec.event_time.field))
+        .when(reason_col == "invalid_field", F.col("_invalid_field"))
+        .when(
+            reason_col.isin("too_late", "clock_skew", "before_first_partition"),
+            F.col("event_time").cast("string"),
+        )
     )
     return (
         parsed.select(
             "line",
+            "_raw",
+            "_defect",
+            "_defect_detail",
             *METADATA_COLUMNS,
             event_id.alias("event_id"),
             event_time.alias("event_time"),
@@ -189,26 +292,87 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             "_r",
         )
         .withColumn("_reason", reason)
+        .withColumn("_detail", detail)
         .withColumn(
             "_attributed_time",
-            F.when(F.col("_reason").isNull(), F.col("event_time")).otherwise(F.col("_ingestion_time")),
+            F.greatest(
+                F.when(reason_col.isNull(), F.col("event_time")).otherwise(F.col("_ingestion_time")),
+                F.lit(first),
+            ),
         )
-        .drop("_r")
+        .drop("_r", "_defect", "_defect_detail")
     )
 
 
-def classify_window(records: DataFrame, start: datetime, end: datetime) -> DataFrame:
-    """Keep the records attributed to [start, end) and rank admissible copies of each event id.
+def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: datetime) -> DataFrame:
+    """Keep the records attributed to [start, end) and decide which admissible copy of each event id is kept.
 
-    `_copy` is 1 for the kept copy (earliest ingestion, then file and line), >1 for duplicates and null
-    for quarantined records; `_payloads` is how many distinct raw lines the id arrived with.
+    `_kept` marks the one copy written to the events table. Copies of an id are compared within their
+    event-time day (earliest ingestion, then file and line, wins) and across a midnight when both were
+    ingested in the hours that every window touching that midnight reads (from `clock_skew` + 1 h before
+    it to `allowed_lateness` + 1 h after it): those hours are read by the runs of both days, so both
+    decide alike whatever range a run covers, and an id redelivered with an event time on the other
+    side of midnight still has one row. A copy that loses is a duplicate when its raw line equals the
+    one that beat it, and is quarantined as `conflicting_duplicate` (naming the winner) otherwise, so
+    the losing payload is kept. Quarantined copies of an id (e.g. a too-late redelivery) are not copies
+    of the admissible event.
     """
-    mine = records.where(in_range("_attributed_time", start, end))
     admissible = F.col("_reason").isNull()
-    # Copies are grouped per event-time day, so the outcome never depends on which range a run covers;
-    # quarantined copies of an id (e.g. a too-late redelivery) are not copies of the admissible event.
-    by_id = Window.partitionBy("event_id", F.to_date("_attributed_time"), "_reason")
-    order = by_id.orderBy("_ingestion_time", "_source_file", "_line_number")
-    return mine.withColumn("_copy", F.when(admissible, F.row_number().over(order))).withColumn(
-        "_payloads", F.when(admissible, F.size(F.collect_set(F.xxhash64("line")).over(by_id)))
+    h_us = F.unix_micros("_ingestion_time")
+    midnight_us = F.unix_micros(F.date_trunc("day", "_attributed_time"))
+    day_us = 86_400_000_000
+    before_us = int((spec.clock_skew + HOUR).total_seconds() * 1_000_000)
+    after_us = int((spec.allowed_lateness + HOUR).total_seconds() * 1_000_000)
+
+    def near(boundary: Column) -> Column:
+        return F.when(admissible & (h_us >= boundary - before_us) & (h_us < boundary + after_us), boundary)
+
+    keyed = (
+        records.withColumn(
+            "_key",
+            F.when(
+                admissible,
+                F.struct(
+                    h_us.alias("h"),
+                    F.col("_source_file").alias("file"),
+                    F.col("_line_number").alias("n"),
+                    F.xxhash64("line").alias("hash"),
+                ),
+            ),
+        )
+        .withColumn("_b_start", near(midnight_us))
+        .withColumn("_b_end", near(midnight_us + day_us))
+    )
+    # Ids with admissible copies on both sides of a midnight, within its shared hours (rare: small).
+    ended = keyed.where(F.col("_b_end").isNotNull()).groupBy("event_id", F.col("_b_end").alias("_b"))
+    started = keyed.where(F.col("_b_start").isNotNull()).groupBy("event_id", F.col("_b_start").alias("_b"))
+    across = ended.agg(F.min("_key").alias("_earlier_day")).join(
+        started.agg(F.min("_key").alias("_later_day")), ["event_id", "_b"]
+    )
+    by_day = Window.partitionBy("event_id", F.to_date("_attributed_time"), "_reason")
+    compared = (
+        keyed.join(
+            across.select("event_id", F.col("_b").alias("_b_start"), F.col("_earlier_day").alias("_rival_a")),
+            ["event_id", "_b_start"],
+            "left",
+        )
+        .join(
+            across.select("event_id", F.col("_b").alias("_b_end"), F.col("_later_day").alias("_rival_b")),
+            ["event_id", "_b_end"],
+            "left",
+        )
+        .withColumn("_winner", F.least(F.min("_key").over(by_day), "_rival_a", "_rival_b"))
+        .withColumn("_kept", F.coalesce(admissible & (F.col("_key") == F.col("_winner")), F.lit(False)))
+    )
+    conflicting = admissible & ~F.col("_kept") & (F.col("_key.hash") != F.col("_winner.hash"))
+    winner = F.concat(F.col("_winner.file"), F.lit(":"), F.col("_winner.n").cast("string"))
+    return (
+        compared.withColumn(
+            "_detail", F.when(conflicting, F.concat(F.lit("kept "), winner)).otherwise(F.col("_detail"))
+        )
+        .withColumn(
+            "_reason", F.when(conflicting, F.lit("conflicting_duplicate")).otherwise(F.col("_reason"))
+        )
+        .where(in_range("_attributed_time", start, end))
+        .drop("_key", "_b_start", "_b_end", "_rival_a", "_rival_b", "_winner")
     )

@@ -11,9 +11,11 @@ intentions), so the truth is what any faithful reader of the files would compute
    ``hb`` is the start of its ingestion hour (its folder) and ``t`` its event time. Earlier is
    ``too_late``; at or beyond the upper bound is ``clock_skew``.
 3. A line is attributed to the UTC day of ``t`` when admissible and of ``hb`` otherwise.
-4. Among admissible copies of an ``event_id`` the kept one has the earliest ``hb``, then the earliest
-   (file name, line number). Other admissible copies are duplicates; an id whose admissible copies
-   carry more than one distinct raw text is a conflicting id.
+4. Among the admissible copies of an ``event_id`` in one event-time day the kept one has the earliest
+   ``hb``, then the earliest (file name, line number). Another copy whose raw text equals the kept
+   one's is a duplicate; one with another text is quarantined as ``conflicting_duplicate`` (its payload
+   is kept there), and its id is a conflicting id of that day. (The platform also deduplicates copies
+   on both sides of a midnight; the generator never writes one id with two event times.)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ QUARANTINE_REASONS: tuple[str, ...] = (
     "unparseable_event_time",
     "too_late",
     "clock_skew",
+    "conflicting_duplicate",
 )
 
 TRUTH_FILE_NAME = "_truth.json"
@@ -133,8 +136,8 @@ def compute_partitions(
             p = partitions[day] = _empty_partition()
         return p
 
-    # event_id -> [sort key of kept copy, t, event_type, set of raw texts, admissible copies]
-    groups: dict[str, list] = {}
+    # (event_id, day) -> [sort key, t, event_type, raw text] of its admissible copies
+    groups: dict[tuple[str, str], list] = {}
     for line in lines:
         hb = line.hb_ms
         reason, record, t = classify_line(line.text)
@@ -150,22 +153,20 @@ def compute_partitions(
             p["quarantined"][reason] += 1
             continue
         assert record is not None and t is not None
-        part(ms_to_day(t))["records"] += 1
-        key = (hb, line.file_name, line.line_no)
-        group = groups.get(record["event_id"])
-        if group is None:
-            groups[record["event_id"]] = [key, t, record.get("event_type"), {line.text}, 1]
-        else:
-            group[3].add(line.text)
-            group[4] += 1
-            if key < group[0]:
-                group[0], group[1], group[2] = key, t, record.get("event_type")
+        day = ms_to_day(t)
+        part(day)["records"] += 1
+        copy = ((hb, line.file_name, line.line_no), t, record.get("event_type"), line.text)
+        groups.setdefault((record["event_id"], day), []).append(copy)
 
-    for (hb, _file, _line), t, event_type, texts, copies in groups.values():
-        p = part(ms_to_day(t))
+    for (_event_id, day), copies in groups.items():
+        copies.sort(key=lambda c: c[0])
+        (hb, _file, _line), t, event_type, text = copies[0]
+        p = part(day)
         p["written"] += 1
-        p["duplicates"] += copies - 1
-        if len(texts) > 1:
+        conflicting = sum(c[3] != text for c in copies[1:])
+        p["duplicates"] += len(copies) - 1 - conflicting
+        p["quarantined"]["conflicting_duplicate"] += conflicting
+        if conflicting:
             p["conflicting_ids"] += 1
         if hb > t - t % HOUR_MS:
             p["late"] += 1

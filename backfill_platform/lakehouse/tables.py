@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.specs.common import check_identifier
+from backfill_platform.specs.common import check_catalog_name, check_identifier
 
 RAW_NAMESPACE = "raw"
 SHADOW_NAMESPACE = "shadow"
@@ -27,7 +27,7 @@ WRITE_ID = "backfill_platform.write-id"
 
 def table_id(spark: SparkSession, namespace: str, name: str) -> str:
     """Fully qualified identifier `<catalog>.<namespace>.<name>`; both parts are checked identifiers."""
-    catalog = spark.conf.get("spark.sql.defaultCatalog")
+    catalog = check_catalog_name(spark.conf.get("spark.sql.defaultCatalog"))
     return f"{catalog}.{check_identifier(namespace)}.{check_identifier(name)}"
 
 

@@ -21,6 +21,19 @@ def check_identifier(value: str) -> str:
 
 Identifier = Annotated[str, AfterValidator(check_identifier)]
 
+_CATALOG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def check_catalog_name(value: str, source: str = "BACKFILL_PLATFORM_CATALOG_NAME") -> str:
+    """A catalog name is spliced into every table identifier and Spark setting: no quote, dot or space."""
+    if not isinstance(value, str) or not _CATALOG.match(value):
+        raise ValueError(
+            f"catalog name {value!r} (from {source}) is not a safe identifier "
+            "(letters, digits and '_', not starting with a digit)"
+        )
+    return value
+
+
 # Spark SQL type names a spec may use for payload fields.
 FIELD_TYPES = {
     "string": "string",

@@ -14,11 +14,17 @@ def parse_duration(text: str | int | timedelta) -> timedelta:
     if isinstance(text, timedelta):
         return text
     if isinstance(text, int) and not isinstance(text, bool):
-        return timedelta(seconds=text)
+        try:
+            return timedelta(seconds=text)
+        except OverflowError:
+            raise ValueError(f"{text!r} is too large a duration") from None
     cleaned = str(text).strip().lower()
     if not cleaned or _PART.sub("", cleaned):
         raise ValueError(f"{text!r} is not a duration such as '15m', '8h' or '1d12h'")
     total = timedelta()
-    for amount, unit in _PART.findall(cleaned):
-        total += timedelta(**{_UNITS[unit]: int(amount)})
+    try:
+        for amount, unit in _PART.findall(cleaned):
+            total += timedelta(**{_UNITS[unit]: int(amount)})
+    except OverflowError:
+        raise ValueError(f"{text!r} is too large a duration") from None
     return total

@@ -18,6 +18,11 @@ from backfill_platform.settings import SPECS_ENV
 from backfill_platform.specs.stream import StreamSpec
 
 BUILTIN_SPECS_DIR = Path(__file__).parent / "builtin"
+# A spec is a few KiB of YAML; these bounds refuse a huge file, absurd nesting or an alias bomb before
+# anything is built from it (PyYAML's parser is iterative; its constructor and pydantic recurse).
+MAX_SPEC_BYTES = 1 << 20
+MAX_SPEC_DEPTH = 32
+MAX_SPEC_NODES = 100_000
 
 
 class SpecError(ValueError):
@@ -44,9 +49,14 @@ def load_spec_file(path: Path) -> Any:
     """Parse and validate one YAML spec file (a stream or a dataset)."""
     from backfill_platform.specs.dataset import DatasetSpec
 
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: {size:,} bytes, larger than a spec may be ({MAX_SPEC_BYTES:,})")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
+        text = path.read_text(encoding="utf-8")
+        _check_shape(path, text)
+        raw = yaml.safe_load(text)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec is a mapping with 'kind: stream' or 'kind: dataset'")
@@ -59,6 +69,40 @@ def load_spec_file(path: Path) -> Any:
     except ValidationError as exc:
         problems = "; ".join(f"field '{_field_path(err['loc'])}': {err['msg']}" for err in exc.errors())
         raise SpecError(f"{path}: {problems}") from None
+
+
+def _check_shape(path: Path, text: str) -> None:
+    """Refuse nesting deeper than MAX_SPEC_DEPTH and more than MAX_SPEC_NODES nodes once aliases are
+    expanded, from the parser's event stream (no recursion, nothing constructed)."""
+    sizes: dict[str, int] = {}  # anchor -> nodes of the anchored node, expanded
+    stack: list[list] = []  # open collections: [anchor, nodes so far]
+    total = 0
+
+    def add(nodes: int) -> None:
+        nonlocal total
+        if stack:
+            stack[-1][1] += nodes
+        else:
+            total += nodes
+        if max(total, stack[-1][1] if stack else 0) > MAX_SPEC_NODES:
+            raise SpecError(f"{path}: more than {MAX_SPEC_NODES:,} YAML nodes (aliases expanded)")
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            stack.append([event.anchor, 1])
+            if len(stack) > MAX_SPEC_DEPTH:
+                raise SpecError(f"{path}: YAML nested deeper than {MAX_SPEC_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, nodes = stack.pop()
+            if anchor:
+                sizes[anchor] = nodes
+            add(nodes)
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor:
+                sizes[event.anchor] = 1
+            add(1)
+        elif isinstance(event, yaml.AliasEvent):
+            add(sizes.get(event.anchor, 1))
 
 
 def _field_path(loc: tuple) -> str:

@@ -7,15 +7,26 @@ an event may arrive, and from which day partitions start.
 
 from __future__ import annotations
 
+import os
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from backfill_platform import settings
 from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
 from backfill_platform.specs.durations import parse_duration
 
 TimeFormat = Literal["iso8601", "epoch_millis"]
+# Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
+ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
+# Bounds of the durations a stream may declare: beyond them a read window or horizon is absurd (and
+# datetime arithmetic overflows long before `99999999d`).
+MAX_LATENESS = timedelta(days=30)
+MAX_CLOCK_SKEW = timedelta(days=1)
+MAX_REFRESH_HORIZON = timedelta(days=400)
+EARLIEST_PARTITION, LATEST_PARTITION = date(1970, 1, 1), date(2200, 1, 1)
 
 
 class ArchiveSpec(SpecModel):
@@ -26,6 +37,19 @@ class ArchiveSpec(SpecModel):
     )
     format: Literal["jsonl"] = "jsonl"
     compression: Literal["gzip", "none"] = "gzip"
+    allow_outside_data_roots: bool = Field(
+        default=False,
+        description=(
+            "Let `location` resolve outside the data directory and the folders of "
+            f"{ARCHIVE_ROOTS_ENV} (otherwise such a location, e.g. `../../etc` or `/etc`, is refused)."
+        ),
+    )
+    max_line_bytes: int = Field(
+        default=1 << 20,
+        ge=1024,
+        le=256 << 20,
+        description="Longer lines are quarantined as `line_too_long` (their first KiB is kept).",
+    )
 
     @field_validator("layout")
     @classmethod
@@ -36,6 +60,40 @@ class ArchiveSpec(SpecModel):
         if ".." in value or value.startswith("/"):
             raise ValueError(f"layout {value!r} must be a relative path template")
         return value
+
+    @model_validator(mode="after")
+    def _inside_roots(self) -> ArchiveSpec:
+        check_archive_root(self, settings.data_dir())
+        return self
+
+
+def archive_roots(data_dir: Path) -> list[Path]:
+    extra = [Path(p.strip()) for p in os.environ.get(ARCHIVE_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return [Path(data_dir).resolve(), *(p.resolve() for p in extra)]
+
+
+def check_archive_root(archive: ArchiveSpec, data_dir: Path) -> Path:
+    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots."""
+    location = Path(archive.location)
+    root = (location if location.is_absolute() else Path(data_dir) / location).resolve()
+    if archive.allow_outside_data_roots:
+        return root
+    roots = archive_roots(data_dir)
+    if not any(root.is_relative_to(allowed) for allowed in roots):
+        raise ValueError(
+            f"field 'archive.location': {archive.location!r} resolves to {root}, outside the configured "
+            f"data roots ({', '.join(map(str, roots))}); add its folder to {ARCHIVE_ROOTS_ENV} or set "
+            "'archive.allow_outside_data_roots: true'"
+        )
+    return root
+
+
+def _bounded(value: timedelta, name: str, maximum: timedelta) -> timedelta:
+    if value < timedelta(0):
+        raise ValueError(f"{name} {value} is negative")
+    if value > maximum:
+        raise ValueError(f"{name} {value} exceeds the maximum of {maximum}")
+    return value
 
 
 class EventTimeSpec(SpecModel):
@@ -147,15 +205,32 @@ class StreamSpec(SpecModel):
     )
     schema_versions: list[SchemaVersion] = Field(min_length=1)
 
-    @field_validator("allowed_lateness", "clock_skew", mode="before")
+    @field_validator("allowed_lateness", "clock_skew", "refresh_horizon", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> timedelta:
         return parse_duration(value)
 
-    @field_validator("refresh_horizon", mode="before")
+    @field_validator("allowed_lateness")
     @classmethod
-    def _horizon_duration(cls, value: Any) -> timedelta:
-        return parse_duration(value)
+    def _lateness_bounds(cls, value: timedelta) -> timedelta:
+        return _bounded(value, "allowed_lateness", MAX_LATENESS)
+
+    @field_validator("clock_skew")
+    @classmethod
+    def _skew_bounds(cls, value: timedelta) -> timedelta:
+        return _bounded(value, "clock_skew", MAX_CLOCK_SKEW)
+
+    @field_validator("refresh_horizon")
+    @classmethod
+    def _horizon_bounds(cls, value: timedelta) -> timedelta:
+        return _bounded(value, "refresh_horizon", MAX_REFRESH_HORIZON)
+
+    @field_validator("first_partition")
+    @classmethod
+    def _first_partition_bounds(cls, value: date) -> date:
+        if not EARLIEST_PARTITION <= value < LATEST_PARTITION:
+            raise ValueError(f"{value} is not between {EARLIEST_PARTITION} and {LATEST_PARTITION}")
+        return value
 
     @field_validator("archive_observation_cron")
     @classmethod

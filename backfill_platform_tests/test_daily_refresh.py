@@ -1,0 +1,672 @@
+"""The daily refresh end to end with the daemon: a late archive file re-promotes the affected days, unattended.
+
+A stream that is live relative to the real clock (`playback_live`: a small generated archive whose last
+three days have settled, all within the 7-day refresh horizon, archive observed every minute) and the
+demo dataset on it (`views_live`) are served by a real `dagster dev` (webserver + daemon). The test turns
+the `daily_refresh` sensor on as a user would (GraphQL `startSensor`) and then only watches:
+
+1. the sensor observes the archive and requests events → active shadow → production for each settled
+   day, until all three days are promoted;
+2. a late file (a few valid 'start' events of the middle day) lands in an ingestion hour that was
+   already read; the next observation gives that hour a new data version, and the sensor re-derives,
+   re-validates and re-promotes exactly the days whose read windows hold the hour (computed with the
+   automation's own mapping): the middle day, now counting the late views, and its neighbour; the
+   other day keeps its production snapshot and rows.
+
+Every run and backfill in the instance was launched by the sensor. The time from writing the late file
+to the re-promotion is printed (`pytest -s`). The sensor is stopped at the end.
+
+The test has a `dagster dev` of its own rather than the session's shared one: the sensor evaluates every
+stream of the code location, and the session's October 2026 streams (`playback`, `playback_gap_ui`...)
+have day partitions up to today, so their last settled days are inside the refresh horizon with no
+archive at all. The sensor requests them too, and they fail their `settled` and `records_present`
+checks, as a lost archive must. Those failed days would stay in the shared instance, where the UI tests
+count failed partitions and check verdicts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from pyspark.sql import functions as F
+
+from backfill_platform.archive.listing import archive_for, list_files
+from backfill_platform.automation.mapping import ArchiveReadWindowMapping
+from backfill_platform.automation.sensor import SENSOR_NAME
+from backfill_platform.events.completeness import completeness, day_horizon, required_hours
+from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.lakehouse.tables import (
+    PLATFORM_NAMESPACE,
+    PROD_NAMESPACE,
+    RAW_NAMESPACE,
+    SHADOW_NAMESPACE,
+    table_id,
+)
+from backfill_platform.ledger.ledger import ledger
+from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.dagster_dev import DagsterDev, dagster_dev_server
+
+# Server start (up to 3 min) + both phases (REFRESH_TIMEOUT_SECONDS) + the final reads.
+pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(1500)]
+
+STREAM = "playback_live"
+DATASET = "views_live"
+SETTLED_DAYS = 3
+EVENTS_PER_DAY = 500
+SEED = 5  # every ingestion hour of the generated range has a file (not so for every seed at 500 a day)
+# Both phases, from the sensor's start. The first promotion is three runs one after the other (events,
+# shadow, production), each waiting for a sensor tick (30 s) and the backfill daemon (30 s); the late file
+# one observation (every minute) and one run. Measured: 6-11 min, the longer on a loaded 2-core machine.
+REFRESH_TIMEOUT_SECONDS = 16 * 60
+POLL_SECONDS = 5
+
+ARCHIVE = ["archive", STREAM]
+EVENTS = ["raw", f"{STREAM}_events"]
+SHADOW = ["shadow", f"{DATASET}__v2"]
+PRODUCTION = ["prod", DATASET]
+LIVE_MATERIALIZED = (EVENTS, SHADOW, PRODUCTION)
+
+LATE_TITLE = "t0001"
+LATE_STARTS = 3
+LATE_HOUR_OF_NEXT_DAY = 5  # the file's ingestion hour: 05:00 the day after the middle day
+LATE_EVENT_HOUR = 23  # the late events' event-time hour on the middle day
+
+AUTOMATION_TAG = "dagster/from_automation_condition"
+SENSOR_TAG = "dagster/sensor_name"
+BACKFILL_TAG = "dagster/backfill"
+TICK_TAG = "dagster/tick"
+ACTIVE_RUN_STATUSES = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING", "MANAGED"}
+ACTIVE_BACKFILL_STATUSES = {"REQUESTED", "CANCELING", "FAILING"}
+
+
+# --- GraphQL: what the UI asks ---------------------------------------------------------------------------
+
+REPOSITORIES_QUERY = """
+query Repositories {
+  repositoriesOrError {
+    __typename
+    ... on RepositoryConnection { nodes { name location { name } sensors { name } } }
+    ... on PythonError { message stack }
+  }
+}
+"""
+
+SENSOR_FIELDS = """
+__typename
+... on Sensor { name sensorState { id status } }
+... on Error { message }
+... on PythonError { stack }
+"""
+
+START_SENSOR_MUTATION = f"""
+mutation StartSensor($selector: SensorSelector!) {{
+  startSensor(sensorSelector: $selector) {{ {SENSOR_FIELDS} }}
+}}
+"""
+
+SENSOR_QUERY = f"""
+query Sensor($selector: SensorSelector!) {{
+  sensorOrError(sensorSelector: $selector) {{ {SENSOR_FIELDS} }}
+}}
+"""
+
+STOP_SENSOR_MUTATION = """
+mutation StopSensor($id: String!) {
+  stopSensor(id: $id) {
+    __typename
+    ... on StopSensorMutationResult { instigationState { id status } }
+    ... on Error { message }
+    ... on PythonError { stack }
+  }
+}
+"""
+
+TICKS_QUERY = """
+query Ticks($selector: SensorSelector!, $limit: Int!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor {
+      sensorState {
+        ticks(limit: $limit) {
+          tickId
+          status
+          timestamp
+          endTimestamp
+          runIds
+          skipReason
+          error { message }
+          requestedMaterializationsForAssets { assetKey { path } partitionKeys }
+        }
+      }
+    }
+  }
+}
+"""
+
+RUNS_QUERY = """
+query Runs {
+  runsOrError {
+    __typename
+    ... on Runs {
+      results {
+        runId
+        status
+        creationTime
+        startTime
+        endTime
+        assetSelection { path }
+        tags { key value }
+      }
+    }
+    ... on PythonError { message stack }
+  }
+}
+"""
+
+BACKFILLS_QUERY = """
+query Backfills {
+  partitionBackfillsOrError {
+    __typename
+    ... on PartitionBackfills {
+      results { id status timestamp endTimestamp tags { key value } assetSelection { path } }
+    }
+    ... on PythonError { message stack }
+  }
+}
+"""
+
+MATERIALIZATIONS_QUERY = """
+query Materializations($assetKey: AssetKeyInput!, $partitions: [String!]) {
+  assetOrError(assetKey: $assetKey) {
+    __typename
+    ... on Asset { assetMaterializations(partitions: $partitions) { partition runId timestamp } }
+  }
+}
+"""
+
+
+def sensor_selector(dev: DagsterDev) -> dict[str, str]:
+    """The selector of `daily_refresh`, looked up in the workspace (location and repository names)."""
+    answer = dev.graphql(REPOSITORIES_QUERY)["repositoriesOrError"]
+    assert answer["__typename"] == "RepositoryConnection", answer
+    found = [
+        {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"]}
+        for repo in answer["nodes"]
+        if SENSOR_NAME in {sensor["name"] for sensor in repo["sensors"]}
+    ]
+    assert len(found) == 1, answer
+    return {**found[0], "sensorName": SENSOR_NAME}
+
+
+def sensor_state(dev: DagsterDev, selector: dict) -> dict:
+    sensor = dev.graphql(SENSOR_QUERY, {"selector": selector})["sensorOrError"]
+    assert sensor["__typename"] == "Sensor", sensor
+    return sensor["sensorState"]
+
+
+def start_sensor(dev: DagsterDev, selector: dict) -> dict:
+    """What the UI's Start toggle sends; the sensor's state afterwards."""
+    started = dev.graphql(START_SENSOR_MUTATION, {"selector": selector})["startSensor"]
+    assert started["__typename"] == "Sensor", started
+    return started["sensorState"]
+
+
+def stop_sensor(dev: DagsterDev, state_id: str) -> dict:
+    stopped = dev.graphql(STOP_SENSOR_MUTATION, {"id": state_id})["stopSensor"]
+    assert stopped["__typename"] == "StopSensorMutationResult", stopped
+    return stopped["instigationState"]
+
+
+def ticks(dev: DagsterDev, selector: dict, limit: int = 500) -> list[dict]:
+    """The sensor's ticks, newest first."""
+    sensor = dev.graphql(TICKS_QUERY, {"selector": selector, "limit": limit})["sensorOrError"]
+    assert sensor["__typename"] == "Sensor", sensor
+    return sensor["sensorState"]["ticks"]
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    status: str
+    created: float
+    start: float | None
+    end: float | None
+    assets: tuple[str, ...]
+    tags: dict[str, str]
+
+    @property
+    def is_observation(self) -> bool:
+        return bool(self.assets) and all(asset.startswith("archive/") for asset in self.assets)
+
+    @property
+    def days(self) -> str:
+        tags = self.tags
+        if "dagster/asset_partition_range_start" in tags:
+            return (
+                f"{tags['dagster/asset_partition_range_start']}..{tags['dagster/asset_partition_range_end']}"
+            )
+        return tags.get("dagster/partition", "-")
+
+    def describe(self) -> str:
+        took = f"{self.end - self.start:.0f}s" if self.start and self.end else "-"
+        launched = (
+            f"backfill {self.tags[BACKFILL_TAG]}"
+            if BACKFILL_TAG in self.tags
+            else f"sensor {self.tags.get(SENSOR_TAG, '?')}"
+        )
+        return (
+            f"{self.run_id[:8]} {self.status:<8} {took:>5} {time.strftime('%H:%M:%S', time.gmtime(self.created))} "
+            f"{launched}, tick {self.tags.get(TICK_TAG, '?')}: {', '.join(self.assets)} [{self.days}]"
+        )
+
+
+def runs(dev: DagsterDev) -> list[Run]:
+    answer = dev.graphql(RUNS_QUERY)["runsOrError"]
+    assert answer["__typename"] == "Runs", answer
+    return [
+        Run(
+            run_id=r["runId"],
+            status=r["status"],
+            created=r["creationTime"],
+            start=r["startTime"],
+            end=r["endTime"],
+            assets=tuple("/".join(a["path"]) for a in r["assetSelection"] or []),
+            tags={t["key"]: t["value"] for t in r["tags"]},
+        )
+        for r in answer["results"]
+    ]
+
+
+def backfills(dev: DagsterDev) -> list[dict]:
+    answer = dev.graphql(BACKFILLS_QUERY)["partitionBackfillsOrError"]
+    assert answer["__typename"] == "PartitionBackfills", answer
+    return answer["results"]
+
+
+def materialized(dev: DagsterDev, asset: list[str], days: list[str]) -> list[dict]:
+    """The asset's materializations of `days` (partition, runId, timestamp in seconds)."""
+    answer = dev.graphql(MATERIALIZATIONS_QUERY, {"assetKey": {"path": asset}, "partitions": days})
+    asset_or_error = answer["assetOrError"]
+    if asset_or_error["__typename"] != "Asset":
+        return []
+    return [{**m, "timestamp": int(m["timestamp"]) / 1000} for m in asset_or_error["assetMaterializations"]]
+
+
+def days_materialized_after(dev: DagsterDev, asset: list[str], days: list[str], after: float) -> set[str]:
+    return {m["partition"] for m in materialized(dev, asset, days) if m["timestamp"] > after}
+
+
+# --- the live stream -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveStream:
+    spec: StreamSpec
+    specs_dir: Path
+    archive: Path
+    days: list[date]  # the settled days, oldest first
+
+    @property
+    def keys(self) -> list[str]:
+        return [d.isoformat() for d in self.days]
+
+    @property
+    def middle(self) -> date:
+        return self.days[len(self.days) // 2]
+
+
+def latest_settled_day(spec: StreamSpec, now: datetime) -> date:
+    day = now.date() - timedelta(days=1)
+    while day_horizon(spec, day) > now:
+        day -= timedelta(days=1)
+    return day
+
+
+@pytest.fixture(scope="module")
+def live(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveStream:
+    """The demo stream's spec under another name, first day three settled days ago, observed every minute,
+    on a small archive generated for those days (and the next, so that it is complete if it settles while
+    the test runs); the demo dataset on it."""
+    stream = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    playback = StreamSpec.model_validate(stream)
+    latest = latest_settled_day(playback, datetime.now(UTC))
+    start = latest - timedelta(days=SETTLED_DAYS - 1)
+    stream.update(name=STREAM, first_partition=start.isoformat(), archive_observation_cron="* * * * *")
+    stream["archive"]["location"] = f"archive/{STREAM}"
+    spec = StreamSpec.model_validate(stream)
+    dataset = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    dataset.update(name=DATASET, source_stream=STREAM)
+
+    specs_dir = tmp_path_factory.mktemp("daily_refresh_specs")
+    (specs_dir / f"{STREAM}.yaml").write_text(yaml.safe_dump(stream, sort_keys=False))
+    (specs_dir / f"{DATASET}.yaml").write_text(yaml.safe_dump(dataset, sort_keys=False))
+
+    archive = data_dir / "archive" / STREAM
+    if archive.exists():
+        shutil.rmtree(archive)
+    config = GeneratorConfig(start=start, days=SETTLED_DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
+    generate_playback_archive(archive, config)
+    days = [start + timedelta(days=i) for i in range(SETTLED_DAYS)]
+
+    # Settled now: horizon passed and no hole in any read window (a small archive could have an empty hour).
+    now = datetime.now(UTC)
+    files = list_files(archive_for(spec), datetime.combine(start, datetime.min.time(), tzinfo=UTC), now)
+    status = completeness(spec, files, [d.isoformat() for d in days], now)
+    assert all(s.settled for s in status.values()), {d: s.problem() for d, s in status.items()}
+    # Inside the refresh horizon (counted from the end of the latest complete day, today 00:00).
+    assert all(
+        datetime.combine(d + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+        > datetime.combine(now.date(), datetime.min.time(), tzinfo=UTC) - spec.refresh_horizon
+        for d in days
+    )
+    return LiveStream(spec=spec, specs_dir=specs_dir, archive=archive, days=days)
+
+
+@pytest.fixture(scope="module")
+def refresh_dev(live: LiveStream, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A `dagster dev` of this module's own (see the module docstring), on the session's data directory."""
+    assert os.environ.get("BACKFILL_PLATFORM_AUTOMATION", "stopped").lower() != "running"
+    home = tmp_path_factory.mktemp("daily_refresh_dagster_home")
+    with dagster_dev_server(data_dir, home, [live.specs_dir]) as dev:
+        yield dev
+
+
+def late_hour(live: LiveStream) -> datetime:
+    return datetime.combine(live.middle + timedelta(days=1), datetime.min.time(), tzinfo=UTC) + timedelta(
+        hours=LATE_HOUR_OF_NEXT_DAY
+    )
+
+
+def write_late_file(live: LiveStream) -> tuple[Path, float]:
+    """A few valid 'start' events of the middle day, delivered late in an hour that was already read."""
+    hour = late_hour(live)
+    events = [
+        {
+            "event_id": f"late-refresh-{i}",
+            "event_time": f"{live.middle.isoformat()}T{LATE_EVENT_HOUR}:{10 * (i + 1):02d}:00.000Z",
+            "user_id": "u000001",
+            "title_id": LATE_TITLE,
+            "event_type": "start",
+            "position_sec": 0,
+            "device": "web",
+        }
+        for i in range(LATE_STARTS)
+    ]
+    folder = live.archive / hour.strftime(live.spec.archive.layout)
+    assert folder.is_dir(), f"{folder}: the hour must have been archived (and read) already"
+    path = folder / f"playback-{hour:%Y-%m-%d-%H}-late-0002.jsonl.gz"
+    partial = folder / f".{path.name}.partial"  # not an archive file name: never listed half-written
+    partial.write_bytes(gzip.compress("".join(json.dumps(e) + "\n" for e in events).encode()))
+    os.replace(partial, path)
+    return path, time.time()
+
+
+# --- waiting on the daemon -------------------------------------------------------------------------------
+
+
+class Watch:
+    """Polls the server until a condition holds, within the overall deadline; fails with the evidence."""
+
+    def __init__(self, dev: DagsterDev, selector: dict, deadline: float):
+        self.dev, self.selector, self.deadline = dev, selector, deadline
+
+    def until(self, what: str, condition: Callable[[], object]) -> object:
+        last = None
+        while time.monotonic() < self.deadline:
+            self.dev.assert_running()
+            last = condition()
+            if last:
+                return last
+            time.sleep(POLL_SECONDS)
+        pytest.fail(f"timed out waiting for: {what}\n\n{self.evidence()}")
+
+    def quiet(self, what: str) -> float:
+        """Until nothing the sensor launched is in progress, the live archive has been observed, and a
+        sensor tick that began after both requested nothing but observations. Returns that tick's time."""
+
+        def quiet_tick() -> float | None:
+            all_runs = runs(self.dev)
+            by_id = {r.run_id: r for r in all_runs}
+            busy = [r for r in all_runs if r.status in ACTIVE_RUN_STATUSES and not r.is_observation]
+            busy_backfills = [b for b in backfills(self.dev) if b["status"] in ACTIVE_BACKFILL_STATUSES]
+            observed = [
+                r.end
+                for r in all_runs
+                if r.assets == ("/".join(ARCHIVE),) and r.status == "SUCCESS" and r.end is not None
+            ]
+            if busy or busy_backfills or not observed:
+                return None
+            settled_at = max(
+                [min(observed)]
+                + [r.end for r in all_runs if not r.is_observation and r.end is not None]
+                + [b["endTimestamp"] or b["timestamp"] for b in backfills(self.dev)]
+            )
+            for tick in ticks(self.dev, self.selector, limit=20):
+                if tick["status"] in ("SUCCESS", "SKIPPED") and tick["timestamp"] > settled_at + 1:
+                    requested = [by_id.get(run_id) for run_id in tick["runIds"]]
+                    if all(r is not None and r.is_observation for r in requested):
+                        return tick["timestamp"]
+            return None
+
+        return self.until(f"{what} (then a sensor tick requesting nothing more)", quiet_tick)
+
+    def evidence(self) -> str:
+        lines = ["sensor ticks (newest first):"]
+        try:
+            for tick in ticks(self.dev, self.selector, limit=25):
+                requested = "; ".join(
+                    f"{'/'.join(r['assetKey']['path'])} {r['partitionKeys'][:4]}"
+                    for r in tick["requestedMaterializationsForAssets"]
+                )
+                lines.append(
+                    f"  {tick['tickId']} {tick['status']:<8} "
+                    f"{time.strftime('%H:%M:%S', time.gmtime(tick['timestamp']))} runs/backfills "
+                    f"{tick['runIds']} {requested} {tick['skipReason'] or ''} "
+                    f"{(tick['error'] or {}).get('message', '')[:1500]}"
+                )
+            lines.append("runs (newest first):")
+            lines.extend(f"  {r.describe()}" for r in runs(self.dev)[:40])
+            lines.append("backfills:")
+            lines.extend(f"  {b['id']} {b['status']}" for b in backfills(self.dev))
+        except Exception as error:  # the evidence must not hide the timeout
+            lines.append(f"(could not read the server: {error!r})")
+        lines.append(f"dagster dev log (tail):\n{self.dev.log_tail(8000)}")
+        return "\n".join(lines)
+
+
+def drain(dev: DagsterDev, timeout: float = 120) -> None:
+    """Wait (bounded) for the runs already launched to end; never fails by itself."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(r.status in ACTIVE_RUN_STATUSES for r in runs(dev)):
+        time.sleep(POLL_SECONDS)
+
+
+def promoted_since(dev: DagsterDev, days: list[str], after: float) -> set[str]:
+    return days_materialized_after(dev, PRODUCTION, days, after)
+
+
+# --- the lakehouse, read back ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DayState:
+    promoted_snapshot_id: int
+    promotion_run_id: str
+    records: int  # archive records attributed to the day, in its latest validation
+    rows: dict[tuple, tuple]  # production rows: (hour, title) -> (views, watch_seconds, unique_viewers)
+
+
+def lake_state(spark, live: LiveStream) -> dict[str, DayState]:
+    """Each settled day's current promotion (ledger) and production rows, read through a new Spark session:
+    the runs are other processes committing to the embedded SQLite catalog (README, known limits)."""
+    session = spark.newSession()
+    production = table_id(session, PROD_NAMESPACE, DATASET)
+    session.sql(f"REFRESH TABLE {production}")
+    rows = ledger(session, DATASET).where(F.col("partition").isin(live.days)).collect()
+    prod_rows = session.table(production).where(F.col("event_date").isin(live.days)).collect()
+    state = {}
+    for day in live.days:
+        mine = [r for r in rows if r["partition"] == day]
+        promoted = [
+            r for r in mine if r["promoted_snapshot_id"] is not None and r["reverted_snapshot_id"] is None
+        ]
+        assert promoted, (day, mine)
+        current = max(promoted, key=lambda r: r["promoted_at"])
+        latest = max(mine, key=lambda r: r["recorded_at"])
+        state[day.isoformat()] = DayState(
+            promoted_snapshot_id=current["promoted_snapshot_id"],
+            promotion_run_id=current["promotion_run_id"],
+            records=latest["records"],
+            rows={
+                (r["event_hour"], r["title_id"]): (r["views"], r["watch_seconds"], r["unique_viewers"])
+                for r in prod_rows
+                if r["event_date"] == day
+            },
+        )
+    return state
+
+
+def ensure_namespaces(spark) -> None:
+    """The catalog's namespaces exist before the daemon's first runs, as in the full suite. Run alone on a
+    fresh catalog, the sensor's first tick starts two runs (this stream's and `playback`'s) that both create
+    `raw` at once, and on the embedded SQLite catalog one of them can fail with SQLITE_BUSY_SNAPSHOT."""
+    session = spark.newSession()
+    for namespace in (RAW_NAMESPACE, SHADOW_NAMESPACE, PROD_NAMESPACE, PLATFORM_NAMESPACE):
+        session.sql(f"CREATE NAMESPACE IF NOT EXISTS {table_id(session, namespace, 'any').rsplit('.', 1)[0]}")
+
+
+# --- the test --------------------------------------------------------------------------------------------
+
+
+def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(live: LiveStream, refresh_dev, spark):
+    dev, days = refresh_dev, live.keys
+    selector = sensor_selector(dev)
+    assert sensor_state(dev, selector)["status"] == "STOPPED"  # stopped by default
+
+    # The late file's hour, and the days whose read windows hold it: by the automation's own mapping,
+    # checked against the hours each day's ingestion reads.
+    hour = late_hour(live)
+    mapping = ArchiveReadWindowMapping.for_stream(live.spec)
+    first, end = mapping.days_window(hour, hour + timedelta(hours=1))
+    affected = [d for d in days if first.date() <= date.fromisoformat(d) < end.date()]
+    assert affected == [d for d in days if hour in required_hours(live.spec, date.fromisoformat(d))]
+    assert live.middle.isoformat() in affected and len(affected) < len(days), affected
+    untouched = [d for d in days if d not in affected]
+
+    ensure_namespaces(spark)
+    began = time.time()
+    state_id = start_sensor(dev, selector)["id"]
+    watch = Watch(dev, selector, time.monotonic() + REFRESH_TIMEOUT_SECONDS)
+    try:
+        assert sensor_state(dev, selector)["status"] == "RUNNING"
+
+        # 1. Every settled day is observed, derived, validated and promoted, unattended.
+        watch.until("every settled day promoted", lambda: promoted_since(dev, days, began) >= set(days))
+        promoted_at = time.time()
+        watch.quiet("the first promotions done")
+        before = lake_state(spark, live)
+
+        # 2. A late file in an hour the affected days have read; then only watching.
+        late_path, late_written = write_late_file(live)
+        watch.until(
+            f"days {affected} re-promoted after the late file {late_path.name}",
+            lambda: promoted_since(dev, affected, late_written) >= set(affected),
+        )
+        repromoted_at = max(
+            m["timestamp"] for m in materialized(dev, PRODUCTION, affected) if m["timestamp"] > late_written
+        )
+        watch.quiet("the refresh after the late file done")
+    finally:
+        stopped = stop_sensor(dev, state_id)
+        drain(dev)  # observations already launched end before the server stops (their status is asserted)
+    assert stopped["status"] == "STOPPED"
+    after = lake_state(spark, live)
+    all_runs, all_backfills, sensor_ticks = runs(dev), backfills(dev), ticks(dev, selector)
+
+    # For the closing note, before the assertions: the timings and every run the sensor launched.
+    observation = min(
+        (r.end for r in all_runs if r.assets == ("/".join(ARCHIVE),) and r.end and r.start > late_written),
+        default=None,
+    )
+    print(
+        f"\n[daily_refresh] {STREAM}: settled days {days}; late file in ingestion hour {hour:%Y-%m-%d %H}:00 "
+        f"({LATE_STARTS} starts of {LATE_TITLE} at {live.middle} {LATE_EVENT_HOUR}h) -> affected {affected}, "
+        f"untouched {untouched}"
+    )
+    print(f"[daily_refresh] sensor started -> all {len(days)} days promoted: {promoted_at - began:.0f}s")
+    if observation:
+        print(
+            f"[daily_refresh] late file written -> first observation after it done: {observation - late_written:.0f}s"
+        )
+    print(
+        f"[daily_refresh] late file written -> affected days re-promoted (production materialized): "
+        f"{repromoted_at - late_written:.0f}s"
+    )
+    print(
+        f"[daily_refresh] {len(all_runs)} runs, {len(all_backfills)} backfills, {len(sensor_ticks)} ticks; runs:"
+    )
+    for run in sorted(all_runs, key=lambda r: r.created):
+        if not run.is_observation:
+            print(f"  {run.describe()}")
+    observations = [r for r in all_runs if r.is_observation]
+    print(f"  + {len(observations)} archive observations ({sorted({r.status for r in observations})})")
+
+    # Exactly the affected days were re-derived, re-validated and re-promoted; nothing else of the stream.
+    for asset in LIVE_MATERIALIZED:
+        assert days_materialized_after(dev, asset, days, late_written) == set(affected), asset
+    for day in untouched:
+        assert after[day] == before[day], day  # same promotion, same production rows
+    for day in affected:
+        assert after[day].promoted_snapshot_id != before[day].promoted_snapshot_id, day
+    # The middle day now counts the late views; every other row, and the neighbour's rows, are unchanged.
+    middle, key = live.middle.isoformat(), (LATE_EVENT_HOUR, LATE_TITLE)
+    assert after[middle].records == before[middle].records + LATE_STARTS
+    assert after[middle].rows[key][0] == before[middle].rows.get(key, (0,))[0] + LATE_STARTS
+    assert {k: v for k, v in after[middle].rows.items() if k != key} == {
+        k: v for k, v in before[middle].rows.items() if k != key
+    }
+    for day in affected:
+        if day != middle:
+            assert (after[day].rows, after[day].records) == (before[day].rows, before[day].records), day
+
+    # Nobody clicked: every backfill and run of this instance was launched by the sensor, on one of its ticks.
+    tick_ids = {tick["tickId"] for tick in sensor_ticks}
+    launched = {run_id for tick in sensor_ticks for run_id in tick["runIds"]}
+    for backfill in all_backfills:
+        tags = {t["key"]: t["value"] for t in backfill["tags"]}
+        assert backfill["id"] in launched, backfill
+        assert (tags.get(SENSOR_TAG), tags.get(AUTOMATION_TAG), tags.get(TICK_TAG) in tick_ids) == (
+            SENSOR_NAME,
+            "true",
+            True,
+        ), backfill
+    backfill_ids = {b["id"] for b in all_backfills}
+    for run in all_runs:
+        assert (
+            run.tags.get(SENSOR_TAG),
+            run.tags.get(AUTOMATION_TAG),
+            run.tags.get(TICK_TAG) in tick_ids,
+        ) == (
+            SENSOR_NAME,
+            "true",
+            True,
+        ), run
+        assert (
+            run.tags.get(BACKFILL_TAG) in backfill_ids if BACKFILL_TAG in run.tags else run.run_id in launched
+        )
+    # Every run of the live stream succeeded (the other streams' missing days fail, as a lost archive must).
+    live_runs = [
+        r for r in all_runs if any(a.split("/", 1)[1].startswith((STREAM, DATASET)) for a in r.assets)
+    ]
+    assert all(r.status == "SUCCESS" for r in live_runs), [r.describe() for r in live_runs]

@@ -1,0 +1,164 @@
+"""Hostile configuration is refused before it reaches the filesystem or SQL, naming what is wrong."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform.archive.listing import archive_for
+from backfill_platform.lakehouse.tables import table_id
+from backfill_platform.ledger import ledger as ledger_module
+from backfill_platform.specs.common import check_catalog_name
+from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError, load_spec_file
+from backfill_platform.specs.stream import ARCHIVE_ROOTS_ENV, StreamSpec
+from backfill_platform_tests.test_specs import mutated, write_spec
+
+
+def refused(tmp_path: Path, spec: dict) -> str:
+    path = write_spec(tmp_path, "hostile", spec)
+    with pytest.raises(SpecError) as error:
+        load_spec_file(path)
+    assert str(path) in str(error.value)
+    return str(error.value)
+
+
+# --- archive locations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("location", ["../../../../etc", "/etc", "archive/../../outside"])
+def test_archive_locations_outside_the_data_roots_are_refused(tmp_path, data_dir, location):
+    message = refused(tmp_path, mutated(archive__location=location))
+    assert "field 'archive.location'" in message and "outside the configured data roots" in message
+
+
+def test_an_outside_location_is_allowed_by_the_spec_or_the_environment(tmp_path, data_dir, monkeypatch):
+    outside = tmp_path / "elsewhere"
+    allowed = load_spec_file(
+        write_spec(
+            tmp_path, "a", mutated(archive__location=str(outside), archive__allow_outside_data_roots=True)
+        )
+    )
+    assert archive_for(allowed).root == outside.resolve()
+    refused(tmp_path, mutated(archive__location=str(outside)))
+    monkeypatch.setenv(ARCHIVE_ROOTS_ENV, str(tmp_path))
+    assert load_spec_file(write_spec(tmp_path, "b", mutated(archive__location=str(outside))))
+    assert load_spec_file(write_spec(tmp_path, "c", mutated(archive__location="archive/x/../y")))
+
+
+def test_a_location_changed_after_load_is_refused_at_the_filesystem(data_dir, playback):
+    escaped = playback.model_copy(
+        update={"archive": playback.archive.model_copy(update={"location": "../../../../etc"})}
+    )
+    with pytest.raises(ValueError, match="outside the configured data roots"):
+        archive_for(escaped)
+
+
+# --- durations -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("allowed_lateness", -28800, "negative"),
+        ("allowed_lateness", "-8h", "not a duration"),
+        ("allowed_lateness", "99999999d", "exceeds the maximum"),
+        ("allowed_lateness", "9999999999d", "too large"),
+        ("allowed_lateness", 10**20, "too large"),
+        ("clock_skew", "2d", "exceeds the maximum"),
+        ("clock_skew", -1, "negative"),
+        ("refresh_horizon", "99999999d", "exceeds the maximum"),
+        ("first_partition", "0001-01-01", "not between"),
+    ],
+)
+def test_negative_or_absurd_durations_are_refused_at_load(tmp_path, data_dir, field, value, reason):
+    message = refused(tmp_path, mutated(**{field: value}))
+    assert f"field '{field}'" in message and reason in message
+
+
+def test_a_negative_lateness_never_reaches_a_run(data_dir):
+    with pytest.raises(ValueError, match="negative"):
+        StreamSpec.model_validate(mutated(allowed_lateness=-28800))
+
+
+# --- YAML ----------------------------------------------------------------------------------------
+
+
+def test_deeply_nested_yaml_is_refused_clearly(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("kind: stream\nname: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(SpecError, match=f"nested deeper than {MAX_SPEC_DEPTH} levels") as error:
+        load_spec_file(path)
+    assert str(path) in str(error.value)
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("kind: stream\n" + "\n".join(lines) + "\n")
+    with pytest.raises(SpecError, match="YAML nodes"):
+        load_spec_file(path)
+
+
+def test_a_huge_spec_file_is_refused(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("kind: stream\ndescription: " + "x" * (2 << 20) + "\n")
+    with pytest.raises(SpecError, match="larger than a spec may be"):
+        load_spec_file(path)
+
+
+def test_the_demo_spec_passes_the_shape_checks():
+    from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+
+    for path in BUILTIN_SPECS_DIR.glob("*.yaml"):
+        assert load_spec_file(path)
+    assert yaml  # the same safe loader reads it
+
+
+# --- catalog names and SQL literals --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["lake'; DROP TABLE x --", "lake.prod", "la`ke", "1lake", "", "lake name"])
+def test_catalog_names_with_quotes_or_dots_are_refused(name):
+    with pytest.raises(ValueError, match="BACKFILL_PLATFORM_CATALOG_NAME"):
+        check_catalog_name(name)
+
+
+def test_no_table_identifier_is_built_from_an_unsafe_catalog_name():
+    class Conf:
+        def get(self, key):
+            assert key == "spark.sql.defaultCatalog"
+            return "lake' OR '1'='1"
+
+    class FakeSpark:
+        conf = Conf()
+
+    with pytest.raises(ValueError, match="not a safe identifier"):
+        table_id(FakeSpark(), "raw", "playback_events")
+    assert check_catalog_name("lake") == "lake"
+
+
+def test_the_ledger_builds_no_sql_literal_by_hand():
+    """Values reach the ledger's queries as Spark Column expressions; the SQL text it builds holds
+    only checked identifiers and DDL from its own dataclasses, never a quoted interpolation."""
+    tree = ast.parse(Path(ledger_module.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            texts = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+            for before, after in itertools.pairwise(texts):
+                assert not (before.endswith("'") and after.startswith("'")), ast.unparse(node)
+
+
+def test_ledger_lookups_with_quotes_are_values_not_sql(spark, data_dir):
+    from datetime import date
+
+    from backfill_platform.ledger.ledger import latest_ingestions, latest_shadow_rows, ledger
+
+    hostile = "x' OR '1'='1"
+    assert latest_ingestions(spark, hostile, [date(2026, 10, 1)]) == {}
+    assert latest_shadow_rows(spark, hostile, "v2' --", [date(2026, 10, 1)]) == {}
+    assert ledger(spark, hostile).count() == 0
