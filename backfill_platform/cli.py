@@ -102,7 +102,7 @@ def _console():
 
 def _report_to_dagster(materializations: list) -> None:
     """Record in the Dagster instance what production holds now for each day a command changed, so the
-    UI's partitions of `prod/<dataset>` match the table. Only where an instance is configured."""
+    UI's partitions of `prod/<dataset>_production` match the table. Only where an instance is configured."""
     import os
 
     if not os.environ.get("DAGSTER_HOME"):

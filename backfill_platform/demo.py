@@ -124,7 +124,7 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
         spark, views, legacy, start, end, reason="history written by the legacy v1 job", by="demo"
     )
     console.print(
-        f"\n[bold]3. adopt[/bold]: production prod/views_per_title = what the legacy v1 job left ({legacy}), "
+        f"\n[bold]3. adopt[/bold]: production prod/views_per_title_production (table lake.prod.views_per_title) = what the legacy v1 job left ({legacy}), "
         f"adopted as unvalidated in snapshot {snapshot}"
     )
 
@@ -144,13 +144,13 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
 
     step = time.monotonic()
     backfill = run(
-        [events_key, ("shadow", views.shadow_table("v2")), ("prod", views.name)],
+        [events_key, ("shadow", views.shadow_table("v2")), ("prod", f"{views.name}_production")],
         **{REASON_TAG: "re-derive views with v2: late events in their event hour", TICKET_TAG: "DEMO-1"},
     )
     backfill_seconds = time.monotonic() - step
     if not backfill.success:
         raise SystemExit("the v2 backfill failed; see the log above")
-    promoted = day_figures(backfill, AssetKey(["prod", views.name]))
+    promoted = day_figures(backfill, AssetKey(["prod", f"{views.name}_production"]))
     console.print(
         f"\n[bold]5. backfill v2[/bold]: events → shadow v2 → checks → promotion for {start}…{last} in one run "
         f"({backfill_seconds:.1f} s). Checks, each recorded per day: {check_summary(backfill)}"

@@ -49,7 +49,7 @@ VIEWS_BACKFILL_DAYS = ["2026-10-02", "2026-10-03", "2026-10-04"]
 VIEWS_BACKFILL_ASSETS = [
     ["raw", "playback_events"],
     ["shadow", "views_per_title__v2"],
-    ["prod", "views_per_title"],
+    ["prod", "views_per_title_production"],
 ]
 VIEWS_BACKFILL_TAGS = {"backfill_platform/reason": "graphql test", "backfill_platform/ticket": "T-1"}
 

@@ -39,11 +39,11 @@ from backfill_platform.specs.loader import SpecSet
 from backfill_platform.specs.stream import StreamSpec
 
 DAY, HOUR = timedelta(days=1), timedelta(hours=1)
-ARCHIVE = AssetKey(["archive", "playback"])
+ARCHIVE = AssetKey(["archive", "playback_archive"])
 EVENTS = AssetKey(["raw", "playback_events"])
 SHADOW_V1 = AssetKey(["shadow", "views_per_title__v1"])
 SHADOW = AssetKey(["shadow", "views_per_title__v2"])  # active_version: v2
-PRODUCTION = AssetKey(["prod", "views_per_title"])
+PRODUCTION = AssetKey(["prod", "views_per_title_production"])
 WATCHED = (ARCHIVE, EVENTS, SHADOW_V1, SHADOW, PRODUCTION)
 
 # The playback spec's own setting, a long lateness with a large skew, and a lateness that is not whole hours.

@@ -34,7 +34,7 @@ RANGE_END_EXCLUSIVE = (START + timedelta(days=DAYS)).isoformat()
 ASSET_KEYS = [
     AssetKey(["raw", "playback_events"]),
     AssetKey(["shadow", "views_per_title__v2"]),
-    AssetKey(["prod", "views_per_title"]),
+    AssetKey(["prod", "views_per_title_production"]),
 ]
 LEDGER = "lake.platform.ledger"
 SHADOW = "lake.shadow.views_per_title__v2"

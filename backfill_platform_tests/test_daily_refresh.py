@@ -71,10 +71,10 @@ SEED = 5  # every ingestion hour of the generated range has a file (not so for e
 REFRESH_TIMEOUT_SECONDS = 16 * 60
 POLL_SECONDS = 5
 
-ARCHIVE = ["archive", STREAM]
+ARCHIVE = ["archive", f"{STREAM}_archive"]
 EVENTS = ["raw", f"{STREAM}_events"]
 SHADOW = ["shadow", f"{DATASET}__v2"]
-PRODUCTION = ["prod", DATASET]
+PRODUCTION = ["prod", f"{DATASET}_production"]
 LIVE_MATERIALIZED = (EVENTS, SHADOW, PRODUCTION)
 
 LATE_TITLE = "t0001"

@@ -12,7 +12,7 @@ def test_definitions_load_with_archive_to_events_lineage(data_dir):
     definitions = defs()
     graph = definitions.resolve_asset_graph()
     events = AssetKey(["raw", "playback_events"])
-    archive = AssetKey(["archive", "playback"])
+    archive = AssetKey(["archive", "playback_archive"])
     assert graph.get(events).parent_keys == {archive}
     assert graph.get(archive).is_observable
     node = graph.get(events)
@@ -31,7 +31,7 @@ def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
     graph = definitions.resolve_asset_graph()
     events = AssetKey(["raw", "playback_events"])
     v1, v2 = AssetKey(["shadow", "views_per_title__v1"]), AssetKey(["shadow", "views_per_title__v2"])
-    production = AssetKey(["prod", "views_per_title"])
+    production = AssetKey(["prod", "views_per_title_production"])
     assert graph.get(v1).parent_keys == graph.get(v2).parent_keys == {events}
     assert graph.get(production).parent_keys == {v2}  # active_version: v2
     shadow_checks = {k.name for k in graph.asset_check_keys if k.asset_key == v2}

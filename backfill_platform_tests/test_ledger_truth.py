@@ -135,7 +135,7 @@ def test_the_revert_job_materializes_each_restored_day(
     assert result.success
     materializations = result.asset_materializations_for_node("revert_promotion_op")
     assert sorted(m.partition for m in materializations) == [D1.isoformat(), D2.isoformat()]
-    assert {tuple(m.asset_key.path) for m in materializations} == {("prod", name)}
+    assert {tuple(m.asset_key.path) for m in materializations} == {("prod", f"{name}_production")}
     for m in materializations:
         assert m.metadata["reverts_snapshot_id"].value == str(promotion.snapshot_id)
         assert m.metadata["rows"].value == 0  # production was empty before the promotion
@@ -258,7 +258,7 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
     revert_snapshot = current_snapshot_id(fresh(spark, table), table)
     assert fresh_facts(spark, name) == dict.fromkeys(days, (promoted, "killed-run", revert_snapshot))
     with DagsterInstance.from_config(str(home)) as instance:
-        records = instance.fetch_materializations(AssetKey(["prod", name]), limit=10).records
+        records = instance.fetch_materializations(AssetKey(["prod", f"{name}_production"]), limit=10).records
     events = {r.partition_key: r.asset_materialization for r in records}
     assert sorted(events) == days
     assert all(e.metadata["snapshot_id"].value == str(revert_snapshot) for e in events.values())

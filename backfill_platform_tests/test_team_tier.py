@@ -44,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DAYS = 3
 EVENTS_PER_DAY = 2000
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
-SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title"
+SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title_production"
 CLI_TIMEOUT_SECONDS = 600
 STARTUP_TIMEOUT_SECONDS = 90
 

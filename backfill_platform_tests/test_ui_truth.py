@@ -43,10 +43,10 @@ D2, D3, D4 = DAYS
 MISSING_HOURS = "2026-10-03 05:00 to 05:59"
 GAP_EVENTS = ["raw", f"{GAP_STREAM}_events"]
 GAP_SHADOW = ["shadow", f"{GAP_DATASET}__v2"]
-GAP_PRODUCTION = ["prod", GAP_DATASET]
+GAP_PRODUCTION = ["prod", f"{GAP_DATASET}_production"]
 EVENTS = ["raw", "playback_events"]
 SHADOW = ["shadow", "views_per_title__v2"]
-PRODUCTION = ["prod", "views_per_title"]
+PRODUCTION = ["prod", "views_per_title_production"]
 EVENTS_CHECKS = ["quarantine_ratio", "reconciliation", "records_present", "schema", "settled"]
 SHADOW_CHECKS = [
     "checksums_per_bucket",

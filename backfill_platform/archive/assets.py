@@ -21,7 +21,7 @@ OBSERVE_ALL_TAG = "backfill_platform/observe_all"
 
 
 def archive_key(spec: StreamSpec) -> AssetKey:
-    return AssetKey(["archive", spec.name])
+    return AssetKey(["archive", f"{spec.name}_archive"])
 
 
 def build_archive_asset(spec: StreamSpec) -> AssetsDefinition:

@@ -38,7 +38,8 @@ PROMOTION_VERIFIED = "promotion_verified"
 
 
 def production_key(spec: DatasetSpec) -> AssetKey:
-    return AssetKey([PROD_NAMESPACE, spec.name])
+    """`prod/<dataset>_production`: the lineage names it production, not just the dataset (its group)."""
+    return AssetKey([PROD_NAMESPACE, f"{spec.name}_production"])
 
 
 def build_production_asset(spec: DatasetSpec, stream: StreamSpec) -> AssetsDefinition:

@@ -1,7 +1,7 @@
 """Operational jobs: revert a promotion from the Dagster UI (the CLI offers the same).
 
 A revert (or an adoption) changes what production holds for some days outside any materialization of
-the production asset. So that the UI's partitions of `prod/<dataset>` show what production holds now,
+the production asset. So that the UI's partitions of `prod/<dataset>_production` show what production holds now,
 each restored or adopted day is reported as a materialization of that partition, with the snapshot.
 """
 
@@ -22,7 +22,7 @@ class RevertConfig(Config):
 
 
 def revert_materializations(spec: DatasetSpec, revert: Revert, reason: str) -> list[AssetMaterialization]:
-    """One materialization of `prod/<dataset>` per day the revert restored."""
+    """One materialization of `prod/<dataset>_production` per day the revert restored."""
     return [
         AssetMaterialization(
             asset_key=production_key(spec),
@@ -43,7 +43,7 @@ def revert_materializations(spec: DatasetSpec, revert: Revert, reason: str) -> l
 def adopt_materializations(
     spec: DatasetSpec, snapshot_id: int | None, rows_by_day: dict[str, int], source: str, reason: str
 ) -> list[AssetMaterialization]:
-    """One materialization of `prod/<dataset>` per adopted day (unvalidated, and said so)."""
+    """One materialization of `prod/<dataset>_production` per adopted day (unvalidated, and said so)."""
     return [
         AssetMaterialization(
             asset_key=production_key(spec),
