@@ -128,8 +128,10 @@ def ingest_window(
     began = time.monotonic()
     files = list_files(archive, *read_window(spec, start, end))
     lines = read_lines(spark, files, spec.archive.max_line_bytes)
-    classified = classify_window(parse_records(lines, spec), spec, start, end)
-    classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+    # Persisted: classifying compares copies in three branches (per day, and across each midnight),
+    # which would otherwise read and parse every file three times.
+    records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
+    classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         ensure_stream_tables(spark, spec)
         events = classified.where(F.col("_kept")).select(*(name for name, _ in events_columns(spec)))
@@ -160,6 +162,7 @@ def ingest_window(
             figures.archive_files = sum(1 for f in files if low <= f.ingestion_hour < high)
     finally:
         classified.unpersist()
+        records.unpersist()
     return IngestResult(
         files=files,
         partitions=partitions,

@@ -351,13 +351,20 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     )
     by_day = Window.partitionBy("event_id", F.to_date("_attributed_time"), "_reason")
     compared = (
+        # Broadcast: `across` is small, and joining it must not shuffle every record twice.
         keyed.join(
-            across.select("event_id", F.col("_b").alias("_b_start"), F.col("_earlier_day").alias("_rival_a")),
+            F.broadcast(
+                across.select(
+                    "event_id", F.col("_b").alias("_b_start"), F.col("_earlier_day").alias("_rival_a")
+                )
+            ),
             ["event_id", "_b_start"],
             "left",
         )
         .join(
-            across.select("event_id", F.col("_b").alias("_b_end"), F.col("_later_day").alias("_rival_b")),
+            F.broadcast(
+                across.select("event_id", F.col("_b").alias("_b_end"), F.col("_later_day").alias("_rival_b"))
+            ),
             ["event_id", "_b_end"],
             "left",
         )
