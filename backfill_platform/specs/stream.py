@@ -12,7 +12,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from backfill_platform import settings
 from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
@@ -210,20 +210,15 @@ class StreamSpec(SpecModel):
     def _duration(cls, value: Any) -> timedelta:
         return parse_duration(value)
 
-    @field_validator("allowed_lateness")
+    @field_validator("allowed_lateness", "clock_skew", "refresh_horizon")
     @classmethod
-    def _lateness_bounds(cls, value: timedelta) -> timedelta:
-        return _bounded(value, "allowed_lateness", MAX_LATENESS)
-
-    @field_validator("clock_skew")
-    @classmethod
-    def _skew_bounds(cls, value: timedelta) -> timedelta:
-        return _bounded(value, "clock_skew", MAX_CLOCK_SKEW)
-
-    @field_validator("refresh_horizon")
-    @classmethod
-    def _horizon_bounds(cls, value: timedelta) -> timedelta:
-        return _bounded(value, "refresh_horizon", MAX_REFRESH_HORIZON)
+    def _duration_bounds(cls, value: timedelta, info: ValidationInfo) -> timedelta:
+        limits = {
+            "allowed_lateness": MAX_LATENESS,
+            "clock_skew": MAX_CLOCK_SKEW,
+            "refresh_horizon": MAX_REFRESH_HORIZON,
+        }
+        return _bounded(value, info.field_name, limits[info.field_name])
 
     @field_validator("first_partition")
     @classmethod
