@@ -117,13 +117,6 @@ def _batch(pa, index: int, columns: list[list]):
     )
 
 
-def spark_file_name(spark: SparkSession, path: str) -> str:
-    """The name Spark's input_file_name() reports for `path` (Hadoop's qualified, escaped URI)."""
-    hadoop_path = spark._jvm.org.apache.hadoop.fs.Path(path)
-    filesystem = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())
-    return filesystem.makeQualified(hadoop_path).toUri().toString()
-
-
 def schema_names(ddl: str) -> list[str]:
     return [part.strip().split(" ")[0] for part in ddl.split(",")]
 

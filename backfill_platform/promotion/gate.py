@@ -67,19 +67,3 @@ def refusal(spec: DatasetSpec, version: str, problems: dict[str, str]) -> Promot
         + "; ".join(f"{day}: {reason}" for day, reason in sorted(problems.items()))
         + ". Production is unchanged."
     )
-
-
-def check_gate(
-    spark: SparkSession,
-    spec: DatasetSpec,
-    version: str,
-    shadow: DataFrame,
-    days: list[date],
-    events: dict[str, tuple[int, str]],
-) -> dict[str, dict]:
-    """All or nothing: the ledger rows that validated each day; PromotionRefused if any day is not
-    promotable (see `gate_problems`)."""
-    validations, problems = gate_problems(spark, spec, version, shadow, days, events)
-    if problems:
-        raise refusal(spec, version, problems)
-    return validations
