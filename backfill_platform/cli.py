@@ -208,5 +208,35 @@ def ledger_command(dataset: str, version: str | None) -> None:
     _console().print(promotion_report(spark, dataset, version or spec.active_version))
 
 
+@main.command("runs")
+@click.option(
+    "--reap", is_flag=True, help="Fail the runs of this host whose worker is gone; free their slots."
+)
+def runs_command(reap: bool) -> None:
+    """Active Dagster runs: their worker process, whether it is alive, and the pool slots they hold or
+    wait for. A run killed without a daemon watching stays STARTED and keeps its slots until reaped."""
+    from dagster import DagsterInstance
+    from rich.table import Table
+
+    from backfill_platform.runs.reaper import active_runs, reap_dead_runs
+
+    with DagsterInstance.get() as instance:
+        if reap:
+            reaped = reap_dead_runs(instance, by="backfill-platform runs --reap")
+            click.echo(f"failed {len(reaped)} dead run(s) and freed their slots: {', '.join(reaped) or '-'}")
+        table = Table("run", "status", "job", "worker", "alive", "holds", "waits for")
+        for run in active_runs(instance):
+            table.add_row(
+                run.run_id,
+                run.status,
+                run.job_name,
+                str(run.worker or "not recorded"),
+                run.liveness.value,
+                ", ".join(run.holds) or "-",
+                ", ".join(run.waits_for) or "-",
+            )
+        _console().print(table)
+
+
 if __name__ == "__main__":
     main()

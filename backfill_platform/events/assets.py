@@ -90,6 +90,9 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
         # Makes the check outputs optional: verdicts are reported per day as check evaluations.
         can_subset=True,
         backfill_policy=backfill_policy(spec.max_partitions_per_run),
+        # Events and quarantine of a window are two commits: one ingestion of a stream at a time, so two
+        # overlapping runs never leave a day with one run's events and the other's quarantine.
+        pool=f"ingest_{spec.name}",
     )
     def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
         session = spark.spark_session

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.events.parse import REASONS, classify_window, parse_records, read_lines
+from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.partitions import days_between
 from backfill_platform.specs.common import FIELD_TYPES
@@ -100,15 +101,10 @@ QUARANTINE_COLUMNS = [
 
 
 def ensure_stream_tables(spark: SparkSession, spec: StreamSpec) -> None:
-    ddl = ", ".join(f"{name} {kind}" for name, kind in events_columns(spec))
-    ensure_table(spark, events_table(spark, spec), ddl, "days(event_time)")
-    ddl = ", ".join(f"{name} {kind}" for name, kind in QUARANTINE_COLUMNS)
-    table = quarantine_table(spark, spec)
-    ensure_table(spark, table, ddl, "days(attributed_time)")
-    existing = set(spark.table(table).columns)
-    missing = [f"{name} {kind}" for name, kind in QUARANTINE_COLUMNS if name not in existing]
-    if missing:  # a table created by an older version of the platform gains the new columns
-        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
+    """Create the events and quarantine tables, or add the columns they lack: a field of a new schema
+    version (events), a column of a newer platform (quarantine). Rows written before read null for it."""
+    ensure_table(spark, events_table(spark, spec), events_columns(spec), "days(event_time)")
+    ensure_table(spark, quarantine_table(spark, spec), QUARANTINE_COLUMNS, "days(attributed_time)")
 
 
 def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
@@ -138,6 +134,7 @@ def ingest_window(
         events_snapshot = replace_range(
             events, events_table(spark, spec), "event_time", start, end, properties
         )
+        failpoint(EVENTS_BEFORE_QUARANTINE)
         quarantine = classified.where(F.col("_reason").isNotNull()).select(
             "line",
             "_source_file",

@@ -8,13 +8,14 @@ partitions that became empty are emptied too and re-running the same range is id
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from backfill_platform.lakehouse.schema import evolve_table
 from backfill_platform.specs.common import check_catalog_name, check_identifier
 
 RAW_NAMESPACE = "raw"
@@ -31,14 +32,23 @@ def table_id(spark: SparkSession, namespace: str, name: str) -> str:
     return f"{catalog}.{check_identifier(namespace)}.{check_identifier(name)}"
 
 
-def ensure_table(spark: SparkSession, identifier: str, columns_ddl: str, partitioned_by: str) -> None:
+def ensure_table(
+    spark: SparkSession, identifier: str, columns: Sequence[tuple[str, str]], partitioned_by: str
+) -> None:
+    """Create the table with `(name, Spark SQL type)` columns, or add those an existing one lacks.
+
+    A spec that gained a field must not fail the write (Spark refuses extra columns) nor lose the field:
+    see `schema.evolve_table`, which also refuses a changed column type with a clear error.
+    """
     namespace = identifier.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    ddl = ", ".join(f"{name} {kind}" for name, kind in columns)
     spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {identifier} ({columns_ddl}) USING iceberg "
+        f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl}) USING iceberg "
         f"PARTITIONED BY ({partitioned_by}) "
         "TBLPROPERTIES ('format-version'='2', 'write.parquet.compression-codec'='zstd')"
     )
+    evolve_table(spark, identifier, columns)
 
 
 def in_range(column: str, start: date | datetime, end: date | datetime) -> Column:

@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.events.ingest import events_table
+from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
 from backfill_platform.lakehouse.tables import (
     current_snapshot_id,
     in_range,
@@ -156,6 +157,7 @@ def promote(
                 snapshot_properties,
                 options=fence_options(previous),
             )
+    failpoint(PROMOTION_BEFORE_LEDGER)
     reconcile_ledger(spark, spec)
 
     published = read_range(spark, target, spec, start, end, snapshot)

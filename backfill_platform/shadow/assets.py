@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from backfill_platform.automation.conditions import shadow_condition
 from backfill_platform.events.assets import events_key
 from backfill_platform.events.ingest import events_table
+from backfill_platform.faults import SHADOW_BEFORE_CHECKS, failpoint
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import (
     SHADOW_NAMESPACE,
@@ -162,6 +163,7 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
         finally:
             output.unpersist()
 
+        failpoint(SHADOW_BEFORE_CHECKS)
         shadow = read_range(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
         validation = validate_shadow(

@@ -27,12 +27,18 @@ def production_table(spark: SparkSession, spec: DatasetSpec) -> str:
     return table_id(spark, PROD_NAMESPACE, spec.name)
 
 
+def columns(spec: DatasetSpec) -> list[tuple[str, str]]:
+    """The declared output columns as `(name, Spark SQL type)`."""
+    return [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
+
+
 def columns_ddl(spec: DatasetSpec) -> str:
-    return ", ".join(f"{name} {FIELD_TYPES[kind]}" for name, kind in spec.columns.items())
+    return ", ".join(f"{name} {kind}" for name, kind in columns(spec))
 
 
 def ensure_dataset_table(spark: SparkSession, spec: DatasetSpec, identifier: str) -> None:
-    ensure_table(spark, identifier, columns_ddl(spec), spec.partition_column)
+    """Create a shadow or production table, or add the output columns the spec has gained since."""
+    ensure_table(spark, identifier, columns(spec), spec.partition_column)
 
 
 def conform(df: DataFrame, spec: DatasetSpec, version: str) -> DataFrame:
@@ -55,4 +61,16 @@ def read_range(
     if not table_exists(spark, identifier):
         return spark.createDataFrame([], columns_ddl(spec))
     pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-    return spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range(spec.partition_column, start, end))
+    rows = spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range(spec.partition_column, start, end))
+    return with_declared_columns(rows, spec)
+
+
+def with_declared_columns(df: DataFrame, spec: DatasetSpec) -> DataFrame:
+    """`df` with the declared columns it lacks added as typed nulls, after its own columns.
+
+    A table (or a pinned snapshot) from before the spec gained an output column reads as Iceberg reads
+    rows written before a column was added: null. Production gains the column only when it is next
+    promoted to, but the shadow step already compares against it.
+    """
+    missing = {name: F.lit(None).cast(kind) for name, kind in columns(spec) if name not in df.columns}
+    return df.withColumns(missing) if missing else df

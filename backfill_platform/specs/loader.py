@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,10 @@ from pydantic import ValidationError
 from backfill_platform.settings import SPECS_ENV
 from backfill_platform.specs.stream import StreamSpec
 
-BUILTIN_SPECS_DIR = Path(__file__).parent / "builtin"
+# The built-in specs are package data (pyproject.toml), located through importlib.resources so that
+# an installed wheel finds them as a checkout does. The package runs from a folder, never a zip (Spark
+# and Dagster need real files), so the resource is a real path.
+BUILTIN_SPECS_DIR = Path(str(resources.files("backfill_platform.specs") / "builtin"))
 # A spec is a few KiB of YAML; these bounds refuse a huge file, absurd nesting or an alias bomb before
 # anything is built from it (PyYAML's parser is iterative; its constructor and pydantic recurse).
 MAX_SPEC_BYTES = 1 << 20
@@ -114,6 +118,8 @@ def load_specs(dirs: list[Path] | None = None) -> SpecSet:
     """Load every `*.yaml` spec of the given folders (default: built-in + BACKFILL_PLATFORM_SPECS)."""
     specs = SpecSet()
     for folder in dirs if dirs is not None else spec_dirs():
+        if folder == BUILTIN_SPECS_DIR and not any(folder.glob("*.yaml")):
+            raise SpecError(f"{folder}: the built-in specs are missing (package data not installed?)")
         if not folder.is_dir():
             raise SpecError(f"{folder}: spec folder does not exist (named in {SPECS_ENV}?)")
         for path in sorted(folder.glob("*.yaml")):
