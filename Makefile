@@ -35,11 +35,14 @@ APT_GET ?= apt-get
 UI_HOST ?= 127.0.0.1
 UI_PORT ?= 3000
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 # Spark binds to loopback; Dagster reads dagster.yaml at the repository root (its paths are relative
 # to the working directory, which make sets to the repository root).
 export SPARK_LOCAL_IP := 127.0.0.1
-export DAGSTER_HOME := $(CURDIR)
+# A DAGSTER_HOME the user set is kept (e.g. a second lakehouse with its own run history, README).
+DAGSTER_HOME ?= $(CURDIR)
+export DAGSTER_HOME
 # dagster.yaml turns telemetry off, but the daemon's upload thread still creates logs/ and .logs_queue/
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
@@ -107,8 +110,11 @@ ui: setup
 	$(BIN)/python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); \
 		os.execv(sys.argv[1], sys.argv[1:])' $(BIN)/dagster dev -h $(UI_HOST) -p $(UI_PORT) -w workspace.yaml
 
+# The bench extra (DuckDB) is installed on first use; sizes: `make bench BENCH_ARGS='--days 1 ...'`.
 bench: setup
-	$(BIN)/backfill-platform bench
+	$(BIN)/python -c 'import duckdb' 2>/dev/null || \
+		$(BIN)/python -m pip install --disable-pip-version-check -e '.[test,bench]'
+	$(BIN)/backfill-platform bench $(BENCH_ARGS)
 
 clean-data:
 	mkdir -p data

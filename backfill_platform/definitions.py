@@ -1,10 +1,20 @@
-"""Entry point of the code location (`dagster dev`, `dagster asset materialize -m ...`)."""
+"""Entry point of the code location (`dagster dev`, `dg`, `dagster asset materialize -m ...`): the
+component instances of the package's defs folder, plus the spec folders of BACKFILL_PLATFORM_SPECS."""
+
+from pathlib import Path
 
 from dagster import Definitions, definitions
-
-from backfill_platform.factory import build_definitions
 
 
 @definitions
 def defs() -> Definitions:
-    return build_definitions()
+    from dagster.components import load_defs
+
+    import backfill_platform.defs
+    from backfill_platform.factory import spec_folder_definitions
+
+    # The package's parent is the project root in a checkout and in site-packages alike.
+    project_root = Path(backfill_platform.defs.__file__).parents[2]
+    return Definitions.merge(
+        load_defs(backfill_platform.defs, project_root=project_root), spec_folder_definitions()
+    )

@@ -1,8 +1,15 @@
-"""Build every asset, check and job from the specs: nothing is written per stream or dataset by hand."""
+"""Build every asset, check and job from the specs: nothing is written per stream or dataset by hand.
+
+Three ways in, one set of builders: the `Stream`, `Dataset` and `Lakehouse` components (a project's
+defs folder, `definitions.py`), the spec folders of `BACKFILL_PLATFORM_SPECS`, and `build_definitions`
+for a whole `SpecSet` in one call (the demo, the benchmark, tests).
+"""
 
 from __future__ import annotations
 
-from dagster import Definitions
+from collections.abc import Iterable
+
+from dagster import AssetsDefinition, Definitions
 
 from backfill_platform.archive.assets import build_archive_asset
 from backfill_platform.automation.sensor import automation_sensor
@@ -12,25 +19,52 @@ from backfill_platform.promotion.assets import build_production_asset
 from backfill_platform.promotion.jobs import revert_promotion_job
 from backfill_platform.runs.executor import fenced_in_process_executor
 from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.specs.loader import SpecSet, load_specs
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.loader import SpecSet, load_specs, spec_dirs
+from backfill_platform.specs.stream import StreamSpec
 
 
-def build_definitions(specs: SpecSet | None = None) -> Definitions:
-    specs = specs if specs is not None else load_specs()
-    assets = []
-    for stream in specs.streams.values():
-        assets += [build_archive_asset(stream), build_events_asset(stream)]
-    for dataset in specs.datasets.values():
-        stream = specs.streams[dataset.source_stream]
-        assets += [build_shadow_asset(dataset, stream, version) for version in dataset.versions]
-        assets.append(build_production_asset(dataset, stream))
+def platform_definitions() -> Definitions:
+    """What every stream and dataset runs on: resources of the current tier, executor, sensor, jobs."""
     catalog = catalog_from_env()
     return Definitions(
-        assets=assets,
         jobs=[revert_promotion_job],
         sensors=[automation_sensor()],
         resources={"catalog": catalog, "spark": spark_from_env(catalog)},
         # Spark steps share the run's session: one JVM per run, not one per step. The executor also
         # records the run's worker and fences writers (backfill_platform/runs/executor.py).
         executor=fenced_in_process_executor(catalog.jdbc_uri),
+    )
+
+
+def spec_assets(
+    streams: Iterable[StreamSpec], datasets: Iterable[DatasetSpec], known_streams: dict[str, StreamSpec]
+) -> list[AssetsDefinition]:
+    """The assets of these streams and datasets; a dataset's stream may be any of `known_streams`."""
+    assets = []
+    for stream in streams:
+        assets += [build_archive_asset(stream), build_events_asset(stream)]
+    for dataset in datasets:
+        stream = known_streams[dataset.source_stream]
+        assets += [build_shadow_asset(dataset, stream, version) for version in dataset.versions]
+        assets.append(build_production_asset(dataset, stream))
+    return assets
+
+
+def build_definitions(specs: SpecSet | None = None) -> Definitions:
+    """Every asset of a SpecSet (default: the built-in specs and BACKFILL_PLATFORM_SPECS) and the platform."""
+    specs = specs if specs is not None else load_specs()
+    assets = spec_assets(specs.streams.values(), specs.datasets.values(), specs.streams)
+    return Definitions.merge(Definitions(assets=assets), platform_definitions())
+
+
+def spec_folder_definitions() -> Definitions:
+    """The assets of the spec folders named in BACKFILL_PLATFORM_SPECS (the package's own streams and
+    datasets are components; a dataset in a folder may read one of them)."""
+    extra = spec_dirs()[1:]
+    if not extra:
+        return Definitions()
+    folders = load_specs(extra)
+    return Definitions(
+        assets=spec_assets(folders.streams.values(), folders.datasets.values(), load_specs().streams)
     )

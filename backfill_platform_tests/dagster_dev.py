@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from backfill_platform import settings
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.loader import builtin_spec_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT_SECONDS = 180
@@ -287,10 +287,10 @@ def write_stream_copy(
     shutil.copytree(data_dir / "archive" / "playback", target)
     for hour in drop_hours:
         shutil.rmtree(target.joinpath(*hour))
-    stream_spec = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    stream_spec = builtin_spec_data("playback")
     stream_spec["name"] = stream
     stream_spec["archive"]["location"] = f"archive/{stream}"
-    dataset_spec = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    dataset_spec = builtin_spec_data("views_per_title")
     dataset_spec["name"] = dataset
     dataset_spec["source_stream"] = stream
     specs_dir.mkdir(parents=True, exist_ok=True)

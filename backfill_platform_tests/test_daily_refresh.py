@@ -53,7 +53,7 @@ from backfill_platform.lakehouse.tables import (
     table_id,
 )
 from backfill_platform.ledger.ledger import ledger
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.dagster_dev import DagsterDev, dagster_dev_server
 
@@ -338,14 +338,14 @@ def live(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveStream
     """The demo stream's spec under another name, first day three settled days ago, observed every minute,
     on a small archive generated for those days (and the next, so that it is complete if it settles while
     the test runs); the demo dataset on it."""
-    stream = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    stream = builtin_spec_data("playback")
     playback = StreamSpec.model_validate(stream)
     latest = latest_settled_day(playback, datetime.now(UTC))
     start = latest - timedelta(days=SETTLED_DAYS - 1)
     stream.update(name=STREAM, first_partition=start.isoformat(), archive_observation_cron="* * * * *")
     stream["archive"]["location"] = f"archive/{STREAM}"
     spec = StreamSpec.model_validate(stream)
-    dataset = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    dataset = builtin_spec_data("views_per_title")
     dataset.update(name=DATASET, source_stream=STREAM)
 
     specs_dir = tmp_path_factory.mktemp("daily_refresh_specs")

@@ -310,39 +310,13 @@ def test_after_the_repair_everything_equals_a_clean_run(chain, overlapping):
     assert pc.all(pa.array([row["checks_passed"] for row in ledger.values()])).as_py()
 
 
-def test_run_monitoring_fails_a_dead_run_and_frees_its_slot(dagster_dev):
-    """The daemon's run monitoring, through the launcher's worker check, fails a run whose worker died
-    (here: a STARTED run recorded with the worker of a process killed meanwhile) and frees its slot."""
-    instance = DagsterInstance.from_config(str(dagster_dev.dagster_home))
-    victim = subprocess.Popen(["sleep", "600"])
+def sleeper() -> tuple[subprocess.Popen, RunWorker]:
+    """A live process on this host and the worker record a run of it would carry."""
+    process = subprocess.Popen(["sleep", "600"])
     worker = RunWorker(
-        host=socket.gethostname(), pid=victim.pid, started=psutil.Process(victim.pid).create_time()
+        host=socket.gethostname(), pid=process.pid, started=psutil.Process(process.pid).create_time()
     )
-    victim.kill()
-    victim.wait()
-    run = instance.add_run(
-        DagsterRun(
-            job_name="__ASSET_JOB",
-            run_id=make_new_run_id(),
-            status=DagsterRunStatus.STARTED,
-            tags={WORKER_TAG: worker.tag_value()},
-        )
-    )
-    pool = "fault_test_pool"
-    instance.event_log_storage.initialize_concurrency_limit_to_default(pool)
-    instance.event_log_storage.claim_concurrency_slot(pool, run.run_id, "prod__fault_test")
-    assert len(instance.event_log_storage.get_concurrency_info(pool).claimed_slots) == 1
-
-    deadline = time.monotonic() + MONITORING_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        status = instance.get_run_by_id(run.run_id).status
-        slots = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
-        if status == DagsterRunStatus.FAILURE and not slots:
-            break
-        time.sleep(2)
-    assert (status, slots) == (DagsterRunStatus.FAILURE, []), dagster_dev.log_tail()
-    message = failure_message(instance, run.run_id)
-    assert f"pid {victim.pid}" in message and "is gone" in message and "run monitoring" in message, message
+    return process, worker
 
 
 def fake_started_run(instance: DagsterInstance, worker: RunWorker, pool: str) -> DagsterRun:
@@ -363,16 +337,35 @@ def fake_started_run(instance: DagsterInstance, worker: RunWorker, pool: str) ->
     return run
 
 
+def test_run_monitoring_fails_a_dead_run_and_frees_its_slot(dagster_dev):
+    """The daemon's run monitoring, through the launcher's worker check, fails a run whose worker died
+    (here: a STARTED run recorded with the worker of a process killed meanwhile) and frees its slot."""
+    instance = DagsterInstance.from_config(str(dagster_dev.dagster_home))
+    victim, worker = sleeper()
+    victim.kill()
+    victim.wait()
+    pool = "fault_test_pool"
+    run = fake_started_run(instance, worker, pool)
+
+    deadline = time.monotonic() + MONITORING_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        status = instance.get_run_by_id(run.run_id).status
+        slots = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
+        if status == DagsterRunStatus.FAILURE and not slots:
+            break
+        time.sleep(2)
+    assert (status, slots) == (DagsterRunStatus.FAILURE, []), dagster_dev.log_tail()
+    message = failure_message(instance, run.run_id)
+    assert f"pid {victim.pid}" in message and "is gone" in message and "run monitoring" in message, message
+
+
 def test_a_blocked_promotion_names_the_run_it_waits_for_and_goes_on_once_that_is_reaped(overlapping):
     instance = overlapping.instance()
     pool = "promote_views_per_title"
-    sleeper = subprocess.Popen(["sleep", "600"])
-    holder_worker = RunWorker(
-        host=socket.gethostname(), pid=sleeper.pid, started=psutil.Process(sleeper.pid).create_time()
-    )
+    holder_process, holder_worker = sleeper()
     holder = fake_started_run(instance, holder_worker, pool)
     backfill = overlapping.start()
-    expected = f"Pool {pool}: waiting for run {holder.run_id} (STARTED, step prod__views_per_title_production, worker pid {sleeper.pid}"
+    expected = f"Pool {pool}: waiting for run {holder.run_id} (STARTED, step prod__views_per_title_production, worker pid {holder_process.pid}"
     deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
     said = []
     while time.monotonic() < deadline and not said and backfill.poll() is None:
@@ -387,8 +380,8 @@ def test_a_blocked_promotion_names_the_run_it_waits_for_and_goes_on_once_that_is
     assert said and said[0].endswith(", alive)"), said
 
     # The holder dies; the operator's `runs --reap` fails it and frees the slot; the backfill goes on.
-    sleeper.kill()
-    sleeper.wait()
+    holder_process.kill()
+    holder_process.wait()
     env = {**os.environ, "DAGSTER_HOME": str(overlapping.home)}
     reaped = subprocess.run(
         [str(DAGSTER_CLI.with_name("backfill-platform")), "runs", "--reap"],

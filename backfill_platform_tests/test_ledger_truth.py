@@ -26,7 +26,7 @@ from backfill_platform.promotion.promote import promote
 from backfill_platform.promotion.revert import revert_promotion
 from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.shadow.tables import production_table, read_range
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.validation.buckets import partition_fingerprints
 from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, run
 
@@ -38,7 +38,7 @@ def ready(events_materialized):
 
 def write_spec(folder: Path, name: str) -> Path:
     """The demo dataset under another name, as a spec file the CLI and jobs find by name."""
-    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    raw = builtin_spec_data("views_per_title")
     raw["name"] = name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(raw))

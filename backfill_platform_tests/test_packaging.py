@@ -41,7 +41,7 @@ specs = load_specs()
 print(json.dumps({
     "package": backfill_platform.__file__,
     "specs_dir": str(BUILTIN_SPECS_DIR),
-    "spec_files": sorted(p.name for p in BUILTIN_SPECS_DIR.glob("*.yaml")),
+    "spec_files": sorted(p.relative_to(BUILTIN_SPECS_DIR).as_posix() for p in BUILTIN_SPECS_DIR.rglob("*.yaml")),
     "streams": sorted(specs.streams),
     "datasets": sorted(specs.datasets),
     "assets": sorted(k.to_user_string() for k in defs().resolve_asset_graph().get_all_asset_keys()),
@@ -111,14 +111,15 @@ def run_outside_repo(args: list[str], cwd: Path, data: Path) -> str:
 def test_the_wheel_carries_every_file_of_the_package(wheel):
     with zipfile.ZipFile(wheel) as archive:
         in_wheel = {name for name in archive.namelist() if name.startswith(f"{PACKAGE}/")}
-        spec_text = archive.read(f"{PACKAGE}/specs/builtin/playback.yaml")
+        spec_text = archive.read(f"{PACKAGE}/defs/playback/defs.yaml")
     expected = {relative.as_posix() for relative in package_files()}
     assert {name for name in expected if not name.endswith(".py")} >= {
-        f"{PACKAGE}/specs/builtin/playback.yaml",
-        f"{PACKAGE}/specs/builtin/views_per_title.yaml",
+        f"{PACKAGE}/defs/playback/defs.yaml",
+        f"{PACKAGE}/defs/views_per_title/defs.yaml",
+        f"{PACKAGE}/defs/lakehouse/defs.yaml",
     }
     assert expected - in_wheel == set(), "files of the package missing from the wheel"
-    assert spec_text == (REPO / PACKAGE / "specs/builtin/playback.yaml").read_bytes()
+    assert spec_text == (REPO / PACKAGE / "defs/playback/defs.yaml").read_bytes()
 
 
 def test_installed_wheel_loads_the_builtin_definitions(fresh_venv, tmp_path):
@@ -130,10 +131,10 @@ def test_installed_wheel_loads_the_builtin_definitions(fresh_venv, tmp_path):
     # The package and its specs come from the fresh venv, not from the checkout or the editable install.
     assert Path(probe["package"]).is_relative_to(site_packages), probe["package"]
     specs_dir = Path(probe["specs_dir"])
-    assert specs_dir == site_packages / PACKAGE / "specs" / "builtin"
-    assert probe["spec_files"] == ["playback.yaml", "views_per_title.yaml"]
+    assert specs_dir == site_packages / PACKAGE / "defs"
+    assert probe["spec_files"] == ["lakehouse/defs.yaml", "playback/defs.yaml", "views_per_title/defs.yaml"]
     for name in probe["spec_files"]:
-        assert (specs_dir / name).read_bytes() == (REPO / PACKAGE / "specs/builtin" / name).read_bytes()
+        assert (specs_dir / name).read_bytes() == (REPO / PACKAGE / "defs" / name).read_bytes()
     assert (probe["streams"], probe["datasets"]) == (["playback"], ["views_per_title"])
     assert set(probe["assets"]) >= BUILTIN_ASSETS, probe["assets"]
 

@@ -9,12 +9,11 @@ from itertools import count
 from pathlib import Path
 
 import pytest
-import yaml
 from pyspark.sql import functions as F
 
 from backfill_platform.archive.listing import archive_for
 from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
 _names = count()
@@ -25,7 +24,7 @@ DAY3 = DAY2 + timedelta(days=1)
 
 def stream_in(tmp_path: Path) -> StreamSpec:
     """The demo spec under a fresh name, with its archive in a temporary folder."""
-    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
     raw["archive"]["allow_outside_data_roots"] = True  # pytest's tmp_path, not the data directory
@@ -169,7 +168,7 @@ def test_conflicting_payloads_are_counted_and_the_losing_one_kept(tmp_path, spar
 
 
 def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path, spark):
-    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "my archive")
     raw["archive"]["allow_outside_data_roots"] = True

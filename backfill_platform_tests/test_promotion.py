@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 import pytest
-import yaml
 from dagster import materialize
 from pyspark.sql import functions as F
 
@@ -25,7 +24,7 @@ from backfill_platform.promotion.revert import RevertRefused, revert_promotion
 from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.shadow.tables import production_table, read_range, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.validation.buckets import partition_fingerprints
 from backfill_platform.validation.checksums import checksum
 from backfill_platform_tests.conftest import START, range_tags
@@ -36,7 +35,7 @@ TESTS = "backfill_platform_tests.transforms"
 
 
 def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, **changes) -> DatasetSpec:
-    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    raw = builtin_spec_data("views_per_title")
     raw["name"] = name
     raw["active_version"] = active
     for version, function in (extra_versions or {}).items():

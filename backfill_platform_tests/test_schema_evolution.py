@@ -15,7 +15,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from dagster import materialize
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -30,7 +29,7 @@ from backfill_platform.promotion.assets import build_production_asset
 from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.shadow.tables import ensure_dataset_table, production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import range_tags
 
@@ -52,7 +51,7 @@ def views_with_app_versions(events: DataFrame) -> DataFrame:
 
 
 def stream_spec(evolved: bool, app_version_type: str = "string") -> StreamSpec:
-    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+    raw = builtin_spec_data("playback")
     raw.update(name=STREAM, allow_empty_hours=True)  # a tiny archive: most hours hold no file
     raw["archive"]["location"] = f"archive/{STREAM}"
     if evolved:  # how specs evolve: a new schema version, the older ones upcast to it
@@ -75,7 +74,7 @@ def stream_spec(evolved: bool, app_version_type: str = "string") -> StreamSpec:
 
 
 def dataset_spec(evolved: bool, views_type: str = "long") -> DatasetSpec:
-    raw = yaml.safe_load((BUILTIN_SPECS_DIR / "views_per_title.yaml").read_text())
+    raw = builtin_spec_data("views_per_title")
     raw.update(name=DATASET, source_stream=STREAM, active_version="v2")
     raw["columns"]["views"] = views_type
     transform = "backfill_platform.datasets.views_per_title:views_v2"

@@ -8,9 +8,15 @@ import pytest
 import yaml
 
 from backfill_platform import settings
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_spec_file, load_specs
+from backfill_platform.specs.loader import (
+    BUILTIN_SPECS_DIR,
+    SpecError,
+    builtin_spec_data,
+    load_spec_file,
+    load_specs,
+)
 
-VALID = yaml.safe_load((BUILTIN_SPECS_DIR / "playback.yaml").read_text())
+VALID = builtin_spec_data("playback")
 
 
 def write_spec(folder: Path, name: str, spec: dict) -> Path:
@@ -115,3 +121,12 @@ def test_missing_spec_folder_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path / "nowhere"))
     with pytest.raises(SpecError, match="does not exist"):
         load_specs()
+
+
+def test_the_readme_spec_reference_is_the_one_generated_from_the_models():
+    from pathlib import Path
+
+    from backfill_platform.specs.reference import markdown_reference
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert markdown_reference() in readme, "regenerate the README's spec reference (specs/reference.py)"

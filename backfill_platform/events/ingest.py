@@ -20,8 +20,7 @@ from backfill_platform.events.parse import REASONS, classify_window, parse_recor
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.partitions import days_between
-from backfill_platform.specs.common import FIELD_TYPES
-from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.specs.stream import StreamSpec, events_columns
 
 
 @dataclass
@@ -72,17 +71,6 @@ def events_table(spark: SparkSession, spec: StreamSpec) -> str:
 
 def quarantine_table(spark: SparkSession, spec: StreamSpec) -> str:
     return table_id(spark, RAW_NAMESPACE, spec.quarantine_table)
-
-
-def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
-    payload = [(name, FIELD_TYPES[kind]) for name, kind in spec.latest.fields.items()]
-    metadata = [
-        ("_schema_version", "int"),
-        ("_source_file", "string"),
-        ("_line_number", "bigint"),
-        ("_ingestion_time", "timestamp"),
-    ]
-    return [("event_id", "string"), ("event_time", "timestamp"), *payload, *metadata]
 
 
 QUARANTINE_COLUMNS = [

@@ -41,6 +41,9 @@ class IngestionRow:
     events_row_hash: str | None = None
     # Validated before the day's lateness horizon passed (the spec allows provisional promotion).
     provisional: bool | None = None
+    # Wall time of the whole events run that recorded this day (every day of a range run carries the
+    # same value): with the run's records, the throughput `backfill-platform plan` estimates from.
+    run_seconds: float | None = None
 
 
 @dataclass
@@ -78,7 +81,14 @@ class LedgerRow:
     reverted_at: datetime | None = None
 
 
-_SPARK_TYPES = {int: "bigint", str: "string", bool: "boolean", datetime: "timestamp", date: "date"}
+_SPARK_TYPES = {
+    int: "bigint",
+    float: "double",
+    str: "string",
+    bool: "boolean",
+    datetime: "timestamp",
+    date: "date",
+}
 
 
 def ddl(row_type: type) -> str:
@@ -191,6 +201,7 @@ def record_ingestions(
                 events_rows=fingerprints[day][0],
                 events_row_hash=fingerprints[day][1],
                 provisional=day in provisional,
+                run_seconds=result.seconds,
             )
             for day, f in sorted(result.partitions.items())
         ],

@@ -23,7 +23,7 @@ from backfill_platform.shadow.assets import shadow_key, window_days
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
-from backfill_platform.validation.markdown import markdown_table
+from backfill_platform.validation.buckets import bucket_table
 from backfill_platform.validation.verdicts import (
     PER_DAY,
     PROMOTION_POLICY_TAG,
@@ -108,12 +108,10 @@ def build_production_asset(spec: DatasetSpec, stream: StreamSpec) -> AssetsDefin
             )
         verdicts = []
         for day in promotion.days:
-            mismatches = [[h, p] for (d, h), p in promotion.mismatched_buckets.items() if d == day]
+            mismatches = {b: p for b, p in promotion.mismatched_buckets.items() if b[0] == day}
             metadata = {
                 "buckets_differing": len(mismatches),
-                "differences": MetadataValue.md(
-                    markdown_table(["hour", "difference"], mismatches[:20]) if mismatches else "none"
-                ),
+                "differences": MetadataValue.md(bucket_table(mismatches, "difference", 20)),
             }
             verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
         selected = {check.name for check in context.selected_asset_check_keys}

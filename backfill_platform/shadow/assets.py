@@ -118,7 +118,7 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
                     f"{version_spec.description} Transform `{version_spec.transform}` over the "
                     f"`{stream.name}` events of the range, written to "
                     f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
-                    "checked day by day, per hour bucket, against the events. Consumers never read it; "
+                    f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
                     "production is promoted from it."
                 ),
                 metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},

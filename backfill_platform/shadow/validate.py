@@ -1,5 +1,5 @@
 """Blocking checks of a shadow range, one verdict per day: events validated, row counts and checksums
-per hour bucket, schema, divergence from production.
+per bucket (hour or day), schema, divergence from production.
 
 A day is promotable only when no blocking check failed for it; each verdict carries that day's numbers
 as metadata for the UI (and its digest is recorded on the promotion snapshot).
@@ -18,11 +18,11 @@ from backfill_platform.validation.buckets import (
     Bucket,
     BucketFigures,
     actual_figures,
+    bucket_table,
     expected_from_events,
     failing_buckets,
 )
 from backfill_platform.validation.divergence import Divergence, compare
-from backfill_platform.validation.markdown import markdown_table
 from backfill_platform.validation.schema import pandera_schema, validate_schema
 from backfill_platform.validation.verdicts import DayVerdict, digest, failed_days
 
@@ -35,7 +35,7 @@ MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
 SAMPLE_BUCKETS = 20
 CHECK_DESCRIPTIONS = {
     EVENTS_VALIDATED: "the day's events passed their checks, are settled, and are still the events checked",
-    ROW_COUNTS: "rows per hour bucket equal the events-side expectation; keys unique",
+    ROW_COUNTS: "rows per bucket (hour or day) equal the events-side expectation; keys unique",
     CHECKSUMS: "per-bucket sums reconcile with the events; order-independent hash sums recorded",
     SCHEMA: "pandera model of the version's table",
     DIVERGENCE: "rows only in the shadow, only in production, or changed (blocking only above a bound)",
@@ -66,8 +66,7 @@ def _by_day(bad: dict[Bucket, str], day: str) -> dict[Bucket, str]:
 
 
 def _sample(bad: dict[Bucket, str], header: str) -> MetadataValue:
-    rows = [[h, p] for (_, h), p in list(bad.items())[:SAMPLE_BUCKETS]]
-    return MetadataValue.md(markdown_table(["hour", header], rows) if rows else "none")
+    return MetadataValue.md(bucket_table(bad, header, SAMPLE_BUCKETS))
 
 
 def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, PrivateAttr
 
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
@@ -59,3 +60,6 @@ class SpecModel(BaseModel):
     """Strict base: unknown keys are errors, so a typo in a spec never passes silently."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # The YAML file the spec was read from (set by the loader; None when built in code). Errors name it,
+    # and a transform `module:function` or `file.py:function` resolves beside it.
+    _source_path: Path | None = PrivateAttr(default=None)

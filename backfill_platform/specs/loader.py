@@ -18,10 +18,17 @@ from pydantic import ValidationError
 from backfill_platform.settings import SPECS_ENV
 from backfill_platform.specs.stream import StreamSpec
 
-# The built-in specs are package data (pyproject.toml), located through importlib.resources so that
-# an installed wheel finds them as a checkout does. The package runs from a folder, never a zip (Spark
-# and Dagster need real files), so the resource is a real path.
-BUILTIN_SPECS_DIR = Path(str(resources.files("backfill_platform.specs") / "builtin"))
+# The built-in specs are the component instances of the package's defs folder (package data in
+# pyproject.toml), located through importlib.resources so that an installed wheel finds them as a
+# checkout does. The package runs from a folder, never a zip (Spark and Dagster need real files).
+BUILTIN_SPECS_DIR = Path(str(resources.files("backfill_platform") / "defs"))
+# A spec is either a flat YAML file with `kind: stream|dataset`, or a component instance (`defs.yaml`)
+# of one of these types, whose `attributes` are the spec.
+COMPONENT_KINDS = {
+    "backfill_platform.components.Stream": "stream",
+    "backfill_platform.components.Dataset": "dataset",
+}
+COMPONENT_FILE = "defs.yaml"
 # A spec is a few KiB of YAML; these bounds refuse a huge file, absurd nesting or an alias bomb before
 # anything is built from it (PyYAML's parser is iterative; its constructor and pydantic recurse).
 MAX_SPEC_BYTES = 1 << 20
@@ -64,15 +71,65 @@ def load_spec_file(path: Path) -> Any:
         raise SpecError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec is a mapping with 'kind: stream' or 'kind: dataset'")
+    if "type" in raw:
+        raw = _component_spec(path, raw)
+        if raw is None:
+            return None
     kinds = {"stream": StreamSpec, "dataset": DatasetSpec}
     model = kinds.get(raw.get("kind", ""))
     if model is None:
         raise SpecError(f"{path}: field 'kind': must be one of {sorted(kinds)}, got {raw.get('kind')!r}")
     try:
-        return model.model_validate(raw)
+        spec = model.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(f"field '{_field_path(err['loc'])}': {err['msg']}" for err in exc.errors())
         raise SpecError(f"{path}: {problems}") from None
+    record_source(spec, path)
+    if isinstance(spec, StreamSpec):
+        from backfill_platform.specs.references import stream_problems
+
+        raise_problems(path, stream_problems(spec))
+    return spec
+
+
+def record_source(spec: Any, path: Path) -> None:
+    """Remember the file a spec came from: errors found later name it, and a version's transform
+    resolves beside it (`specs/transforms.py`)."""
+    spec._source_path = path
+    for version in getattr(spec, "versions", {}).values():
+        version._source_path = path
+
+
+def raise_problems(path: Path | None, problems: list) -> None:
+    """One SpecError naming the file and every problem found in it (see `specs/references.py`)."""
+    if problems:
+        raise SpecError(f"{path or '<spec built in code>'}: {'; '.join(map(str, problems))}")
+
+
+def _component_spec(path: Path, raw: dict) -> dict | None:
+    """The spec of a Stream or Dataset component instance; None for a component of another type."""
+    kind = COMPONENT_KINDS.get(str(raw["type"]))
+    if kind is None:
+        return None
+    attributes = raw.get("attributes")
+    if not isinstance(attributes, dict):
+        raise SpecError(f"{path}: field 'attributes': a {raw['type']} component declares its spec here")
+    return {"kind": kind, **attributes}
+
+
+def builtin_spec_data(name: str) -> dict:
+    """The raw spec (as a flat `kind: ...` mapping) of a built-in stream or dataset, for tools and tests
+    that derive a spec from the demo's."""
+    path = BUILTIN_SPECS_DIR / name / COMPONENT_FILE
+    spec = _component_spec(path, yaml.safe_load(path.read_text(encoding="utf-8")))
+    if spec is None:
+        raise SpecError(f"{path}: not a Stream or Dataset component")
+    return spec
+
+
+def spec_files(folder: Path) -> list[Path]:
+    """Flat spec files at the top of a folder, and component instances anywhere below it."""
+    return sorted({*folder.glob("*.yaml"), *folder.rglob(COMPONENT_FILE)})
 
 
 def _check_shape(path: Path, text: str) -> None:
@@ -115,22 +172,26 @@ def _field_path(loc: tuple) -> str:
 
 
 def load_specs(dirs: list[Path] | None = None) -> SpecSet:
-    """Load every `*.yaml` spec of the given folders (default: built-in + BACKFILL_PLATFORM_SPECS)."""
+    """Load every spec of the given folders (default: built-in + BACKFILL_PLATFORM_SPECS): flat `*.yaml`
+    files and Stream/Dataset component instances (`defs.yaml`)."""
     specs = SpecSet()
     for folder in dirs if dirs is not None else spec_dirs():
-        if folder == BUILTIN_SPECS_DIR and not any(folder.glob("*.yaml")):
+        if folder == BUILTIN_SPECS_DIR and not any(folder.rglob(COMPONENT_FILE)):
             raise SpecError(f"{folder}: the built-in specs are missing (package data not installed?)")
         if not folder.is_dir():
             raise SpecError(f"{folder}: spec folder does not exist (named in {SPECS_ENV}?)")
-        for path in sorted(folder.glob("*.yaml")):
+        for path in spec_files(folder):
             spec = load_spec_file(path)
+            if spec is None:
+                continue
             registry = specs.streams if spec.kind == "stream" else specs.datasets
             if spec.name in registry:
                 raise SpecError(f"{path}: field 'name': {spec.kind} {spec.name!r} is declared twice")
             registry[spec.name] = spec
+    # Cross-spec references once every spec is known: the source stream, SQL rules against its events
+    # table, and each version's transform.
+    from backfill_platform.specs.references import dataset_problems
+
     for dataset in specs.datasets.values():
-        if dataset.source_stream not in specs.streams:
-            raise SpecError(
-                f"dataset {dataset.name!r}: field 'source_stream': unknown stream {dataset.source_stream!r}"
-            )
+        raise_problems(dataset._source_path, dataset_problems(dataset, specs.streams))
     return specs

@@ -35,8 +35,10 @@ class ArchiveSpec(SpecModel):
         default="%Y/%m/%d/%H",
         description="strftime template of the ingestion-hour folders below the location.",
     )
-    format: Literal["jsonl"] = "jsonl"
-    compression: Literal["gzip", "none"] = "gzip"
+    format: Literal["jsonl"] = Field(default="jsonl", description="One JSON object per line.")
+    compression: Literal["gzip", "none"] = Field(
+        default="gzip", description="`gzip` (`.gz` files) or `none` (plain files)."
+    )
     allow_outside_data_roots: bool = Field(
         default=False,
         description=(
@@ -97,16 +99,18 @@ def _bounded(value: timedelta, name: str, maximum: timedelta) -> timedelta:
 
 
 class EventTimeSpec(SpecModel):
-    field: Identifier
-    format: TimeFormat = "iso8601"
+    field: Identifier = Field(description="Raw field holding the event time.")
+    format: TimeFormat = Field(
+        default="iso8601", description="`iso8601` (with offset, or UTC) or `epoch_millis`."
+    )
 
 
 class VersionMatch(SpecModel):
     """How a record of this version is recognised: by the value of a field, or by its absence."""
 
-    field: Identifier
-    equals: str | int | None = None
-    missing: bool = False
+    field: Identifier = Field(description="Raw field that tells the versions apart, e.g. `schema_version`.")
+    equals: str | int | None = Field(default=None, description="This version has this value in `field`.")
+    missing: bool = Field(default=False, description="This version has no `field` at all.")
 
     @model_validator(mode="after")
     def _one_rule(self) -> VersionMatch:
@@ -121,7 +125,9 @@ class UpcastOp(SpecModel):
     rename: dict[str, Identifier] | None = Field(default=None, description="{from: old, to: new}")
     default: dict[str, Any] | None = Field(default=None, description="{field: name, value: v}")
     cast: dict[str, str] | None = Field(default=None, description="{field: name, type: t}")
-    drop: Identifier | None = None
+    drop: Identifier | None = Field(
+        default=None, description="name of a field the latest version no longer has"
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> UpcastOp:
@@ -143,8 +149,10 @@ class UpcastOp(SpecModel):
 
 
 class SchemaVersion(SpecModel):
-    version: int = Field(ge=1)
-    match: VersionMatch
+    version: int = Field(
+        ge=1, description="Version number; the highest is the latest, which the events table has."
+    )
+    match: VersionMatch = Field(description="How a record of this version is recognised.")
     event_time_format: TimeFormat | None = Field(
         default=None, description="Overrides the stream's event-time format for this version."
     )
@@ -154,20 +162,29 @@ class SchemaVersion(SpecModel):
 
 class StreamSpec(SpecModel):
     kind: Literal["stream"] = "stream"
-    name: Identifier
-    description: str = ""
-    owner: str = "team:data-platform"
-    archive: ArchiveSpec
-    event_id_field: Identifier
-    event_time: EventTimeSpec
+    name: Identifier = Field(description="Stream name: the asset keys and tables are named after it.")
+    description: str = Field(default="", description="Shown in the Dagster UI.")
+    owner: str = Field(default="team:data-platform", description="Dagster owner of its assets.")
+    archive: ArchiveSpec = Field(description="Where the archive is and how it is laid out.")
+    event_id_field: Identifier = Field(
+        description="Raw field holding the event id (one row per id in the events table)."
+    )
+    event_time: EventTimeSpec = Field(description="Raw field and format of the event time.")
     allowed_lateness: timedelta = Field(description="How long after its event time an event may arrive.")
     clock_skew: timedelta = Field(
         default=timedelta(minutes=15),
         description="How far a producer's clock may run ahead of ingestion.",
     )
-    partition_grain: Literal["day"] = "day"
-    first_partition: date
-    max_quarantine_ratio: float = Field(default=0.01, ge=0, le=1)
+    partition_grain: Literal["day"] = Field(default="day", description="Partition grain (days only).")
+    first_partition: date = Field(
+        description="First event-time day of the stream; earlier events are counted as `before_first_partition`."
+    )
+    max_quarantine_ratio: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="Blocking bound on quarantined lines per day (`quarantine_ratio` check).",
+    )
     allow_empty_partitions: bool = Field(
         default=False, description="A day without any archive record is normal (otherwise it fails a check)."
     )
@@ -203,7 +220,9 @@ class StreamSpec(SpecModel):
             "files are seen (each ingestion hour's data version is its manifest fingerprint)."
         ),
     )
-    schema_versions: list[SchemaVersion] = Field(min_length=1)
+    schema_versions: list[SchemaVersion] = Field(
+        min_length=1, description="Every schema the archive holds, each upcast to the latest."
+    )
 
     @field_validator("allowed_lateness", "clock_skew", "refresh_horizon", mode="before")
     @classmethod
@@ -257,13 +276,19 @@ class StreamSpec(SpecModel):
             clash = reserved & set(version.fields)
             if clash:
                 raise ValueError(
-                    f"version {version.version}: {sorted(clash)} are the id/time fields, not payload"
+                    f"version {version.version}: {sorted(clash)} are the id/time fields (event_id_field, "
+                    "event_time.field), not payload"
                 )
             result = upcast_field_types(version, self.latest.fields)
             if result != self.latest.fields:
+                # A mistyped rename target or default field shows up here: name it, not just both dicts.
+                unknown = sorted(set(result) - set(self.latest.fields))
+                lacking = sorted(set(self.latest.fields) - set(result))
                 raise ValueError(
                     f"version {version.version} upcasts to {result}, but the latest version has "
                     f"{dict(self.latest.fields)}"
+                    + (f"; not fields of the latest version: {unknown}" if unknown else "")
+                    + (f"; missing: {lacking}" if lacking else "")
                 )
         return self
 
@@ -291,30 +316,53 @@ class StreamSpec(SpecModel):
         return sorted(names)
 
 
+# Ingestion metadata every events table carries besides the event id, the event time and the payload.
+EVENTS_METADATA_COLUMNS = [
+    ("_schema_version", "int"),
+    ("_source_file", "string"),
+    ("_line_number", "bigint"),
+    ("_ingestion_time", "timestamp"),
+]
+
+
+def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
+    """(name, Spark SQL type) of the stream's events table, in table order.
+
+    Pure (no Spark import) because spec loading resolves the dataset expressions against it, before any
+    session exists; the events ingestion creates and checks the table from the same list.
+    """
+    payload = [(name, FIELD_TYPES[kind]) for name, kind in spec.latest.fields.items()]
+    return [("event_id", "string"), ("event_time", "timestamp"), *payload, *EVENTS_METADATA_COLUMNS]
+
+
 def upcast_field_types(version: SchemaVersion, latest_fields: dict[str, str]) -> dict[str, str]:
     """Field name -> type after applying a version's upcast steps in order (validates each step).
 
     A defaulted field takes the latest version's type for that field.
     """
     fields = dict(version.fields)
-    for step in version.upcast:
+    for number, step in enumerate(version.upcast, start=1):
+        # Each step names a field as it is at that step: name the step and the fields it could have named.
+        where = f"version {version.version}, upcast step {number}"
         if step.rename is not None:
             old, new = step.rename["from"], step.rename["to"]
             if old not in fields:
-                raise ValueError(f"version {version.version}: rename of unknown field {old!r}")
+                raise ValueError(f"{where}: rename of unknown field {old!r} (fields: {sorted(fields)})")
             fields[new] = fields.pop(old)
         elif step.default is not None:
             name = step.default["field"]
             if name in fields:
-                raise ValueError(f"version {version.version}: default for {name!r}, which it already has")
+                raise ValueError(f"{where}: default for {name!r}, which it already has")
             fields[name] = latest_fields.get(name) or _type_of_default(step.default["value"])
         elif step.cast is not None:
             if step.cast["field"] not in fields:
-                raise ValueError(f"version {version.version}: cast of unknown field {step.cast['field']!r}")
+                raise ValueError(
+                    f"{where}: cast of unknown field {step.cast['field']!r} (fields: {sorted(fields)})"
+                )
             fields[step.cast["field"]] = step.cast["type"]
         elif step.drop is not None:
             if step.drop not in fields:
-                raise ValueError(f"version {version.version}: drop of unknown field {step.drop!r}")
+                raise ValueError(f"{where}: drop of unknown field {step.drop!r} (fields: {sorted(fields)})")
             del fields[step.drop]
     return fields
 

@@ -1,6 +1,7 @@
 """Per-bucket figures of a dataset table, and what the events say they must be.
 
-A bucket is one hour of one event-time day. The expectation comes from the events table through the
+A bucket is one hour of one event-time day, or the whole day for a dataset declared `bucket: day`
+(`DatasetSpec.bucket_columns`). The expectation comes from the events table through the
 dataset spec's rules (rows per bucket, and for each aggregation column the events-side sum it must
 equal), never from the transform under test. The actual figures also carry order-independent hash sums
 of the key columns and of whole rows, so two tables or two runs can be compared bucket by bucket.
@@ -13,13 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.checksums import day_fingerprints, hash_sum
+from backfill_platform.validation.markdown import markdown_table
 
-Bucket = tuple[str, int]  # (ISO day, hour)
+Bucket = tuple[str, int | None]  # (ISO day, hour); the hour is None when the day is the bucket
 
 
 @dataclass
@@ -29,6 +31,26 @@ class BucketFigures:
     sums: dict[str, int] = field(default_factory=dict)
     key_hash: str = "0"
     row_hash: str = "0"
+
+
+def bucket_label(bucket: Bucket) -> int | str:
+    """How a bucket is shown within its day's check: its hour, or 'whole day'."""
+    return "whole day" if bucket[1] is None else bucket[1]
+
+
+def _events_bucket(spec: DatasetSpec) -> list[Column]:
+    """The bucket of an event, column for column as `spec.bucket_columns` names it in the table."""
+    day_and_hour = [F.to_date("event_time"), F.hour("event_time")]
+    return [c.alias(f"_b{i}") for i, c in enumerate(day_and_hour[: len(spec.bucket_columns)])]
+
+
+def _table_bucket(spec: DatasetSpec) -> list[Column]:
+    return [F.col(c).alias(f"_b{i}") for i, c in enumerate(spec.bucket_columns)]
+
+
+def _bucket_of(row: Row, spec: DatasetSpec) -> Bucket:
+    hour = row["_b1"] if len(spec.bucket_columns) > 1 else None
+    return row["_b0"].isoformat(), None if hour is None else int(hour)
 
 
 def expected_from_events(events: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
@@ -44,13 +66,12 @@ def expected_from_events(events: DataFrame, spec: DatasetSpec) -> dict[Bucket, B
     for condition, aggregates in by_filter.items():
         rows = (
             events.where(F.expr(condition))
-            .groupBy(F.to_date("event_time").alias("day"), F.hour("event_time").alias("hour"))
+            .groupBy(*_events_bucket(spec))
             .agg(*(F.expr(expression).alias(alias) for alias, expression in aggregates))
             .collect()
         )
         for row in rows:
-            bucket = (row["day"].isoformat(), int(row["hour"]))
-            values[bucket].update({alias: int(row[alias] or 0) for alias, _ in aggregates})
+            values[_bucket_of(row, spec)].update({alias: int(row[alias] or 0) for alias, _ in aggregates})
     return {
         bucket: BucketFigures(
             rows=v.get("_rows", 0), sums={r.column: v.get(r.column, 0) for r in spec.reconciliation}
@@ -62,7 +83,7 @@ def expected_from_events(events: DataFrame, spec: DatasetSpec) -> dict[Bucket, B
 def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
     """Rows, distinct keys, column sums and hash sums per bucket of a dataset table."""
     rows = (
-        table.groupBy(F.col(spec.partition_column).alias("day"), F.col(spec.bucket_column).alias("hour"))
+        table.groupBy(*_table_bucket(spec))
         .agg(
             F.count(F.lit(1)).alias("_rows"),
             F.count_distinct(*(F.col(c) for c in spec.key_columns)).alias("_keys"),
@@ -73,7 +94,7 @@ def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFi
         .collect()
     )
     return {
-        (row["day"].isoformat(), int(row["hour"])): BucketFigures(
+        _bucket_of(row, spec): BucketFigures(
             rows=row["_rows"],
             distinct_keys=row["_keys"],
             sums={r.column: int(row[r.column]) for r in spec.reconciliation},
@@ -101,8 +122,15 @@ def failing_buckets(
     """Every bucket either side has, and those where `problem(expected, actual)` names a difference."""
     buckets = set(expected) | set(actual)
     bad = {}
-    for bucket in sorted(buckets):
+    for bucket in sorted(buckets, key=lambda b: (b[0], -1 if b[1] is None else b[1])):
         found = problem(expected.get(bucket, BucketFigures()), actual.get(bucket, BucketFigures()))
         if found:
             bad[bucket] = found
     return buckets, bad
+
+
+def bucket_table(bad: dict[Bucket, str], header: str, limit: int) -> str:
+    """Markdown of the first `limit` failing buckets of a day: its hours, or the whole day."""
+    rows = [[bucket_label(b), problem] for b, problem in list(bad.items())[:limit]]
+    first = "hour" if all(b[1] is not None for b in bad) else "bucket"
+    return markdown_table([first, header], rows) if rows else "none"

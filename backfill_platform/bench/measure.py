@@ -1,0 +1,94 @@
+"""What a bench run is measured by, besides its clock: Spark's event log, the driver JVM, the tables.
+
+* **Spark jobs** are counted from the run's Spark event log (`spark.eventLog.enabled`, one directory per
+  run): every `SparkListenerJobStart`. Jobs *after the events write* are those submitted after the
+  events table's newest Iceberg snapshot was created, a timestamp read back from the table (no marker
+  in the platform's code is needed, and whatever the platform does after its write is counted).
+* **Driver JVM peak memory** is the peak resident set (`VmHWM` of `/proc/<pid>/status`) of the run's JVM,
+  read by the run itself when its job is done; its pid comes from the JVM (`ProcessHandle`). The event
+  log's peak heap of the driver (`SparkListenerStageExecutorMetrics`) is kept beside it.
+* **Rows** are read back from the run's own catalog with PyIceberg (a scan of one column), after the run.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# Added to the platform's own Spark settings, for the baseline and the platform alike.
+EVENT_LOG_SETTINGS = {
+    "spark.eventLog.enabled": "true",
+    "spark.eventLog.logStageExecutorMetrics": "true",
+    "spark.executor.metrics.pollingInterval": "1s",
+}
+
+
+def event_log_settings(directory: Path) -> dict[str, str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    return {**EVENT_LOG_SETTINGS, "spark.eventLog.dir": directory.resolve().as_uri()}
+
+
+def vm_hwm_kib(pid: int) -> int | None:
+    """Peak resident set size of a process, in KiB (Linux)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def read_event_log(directory: Path) -> list[dict[str, Any]]:
+    """The events of the one application that logged into `directory` (finished or still in progress)."""
+    files = sorted(p for p in directory.glob("*") if p.is_file())
+    if not files:
+        return []
+    events = []
+    with files[-1].open() as lines:
+        for line in lines:
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:  # a truncated last line of an application that died
+                break
+    return events
+
+
+def spark_figures(directory: Path, after_ms: int | None) -> dict[str, Any]:
+    """Jobs of the run, jobs submitted after `after_ms` (epoch ms), and the driver's peak heap."""
+    events = read_event_log(directory)
+    starts = [e for e in events if e.get("Event") == "SparkListenerJobStart"]
+    heap = [
+        e["Executor Metrics"].get("JVMHeapMemory", 0)
+        for e in events
+        if e.get("Event") == "SparkListenerStageExecutorMetrics" and e.get("Executor ID") == "driver"
+    ]
+    return {
+        "spark_jobs": len(starts) if events else None,
+        "jobs_after_events_write": (
+            sum(1 for e in starts if e["Submission Time"] > after_ms) if after_ms is not None else None
+        ),
+        "driver_heap_peak_mib": round(max(heap) / 2**20, 1) if heap else None,
+    }
+
+
+def read_back(run_dir: Path, catalog_name: str, table: str, start: datetime, end: datetime) -> dict[str, Any]:
+    """Rows of `table` in [start, end) in a run's own catalog, and when its current snapshot was made."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+
+    catalog = SqlCatalog(
+        catalog_name, uri=f"sqlite:///{run_dir}/catalog.db", warehouse=(run_dir / "warehouse").as_uri()
+    )
+    if not catalog.table_exists(table):
+        return {"rows": None, "snapshot_ms": None}
+    loaded = catalog.load_table(table)
+    snapshot = loaded.current_snapshot()
+    in_range = And(
+        GreaterThanOrEqual("event_time", start.isoformat()), LessThan("event_time", end.isoformat())
+    )
+    scan = loaded.scan(row_filter=in_range, selected_fields=("event_id",))
+    rows = scan.to_arrow().num_rows if snapshot else 0
+    return {"rows": rows, "snapshot_ms": snapshot.timestamp_ms if snapshot else None}

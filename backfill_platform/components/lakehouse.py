@@ -1,0 +1,20 @@
+"""The `Lakehouse` component: what every stream and dataset of a project runs on.
+
+The Iceberg catalog and Spark resources of the current tier (environment variables, embedded SQLite
+by default), the executor that records run workers and fences writers, the daily-refresh sensor and
+the revert job. One instance per project.
+"""
+
+from __future__ import annotations
+
+from dagster import Component, ComponentLoadContext, Definitions
+
+
+class Lakehouse(Component):
+    """The lakehouse of this project: catalog and Spark resources from the environment (see the README's
+    deployment tiers), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
+
+    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        from backfill_platform.factory import platform_definitions
+
+        return platform_definitions()

@@ -1,0 +1,227 @@
+"""`backfill-platform backfill`: events → active shadow → checks → production for a range, in one run.
+
+The run executes the code location's asset job (`backfill_platform.definitions`) in this process with
+the location's own executor (worker tag, catalog writer lock, pool waits), recorded in the Dagster
+instance of `DAGSTER_HOME` — the same run the UI shows, with the same tags a UI backfill would carry.
+What happened is then read back, never parsed from log text: each failed check and day from the run's
+`AssetCheckEvaluation`s, each day's figures and promotion from the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from dagster import AssetKey, DagsterEventType, DagsterInstance
+from dagster._core.definitions.reconstruct import ReconstructableRepository
+from dagster._core.execution.api import execute_job
+from rich.table import Table
+
+from backfill_platform.events.assets import events_key
+from backfill_platform.operations.explain import describe
+from backfill_platform.operations.ledger_view import (
+    Row,
+    in_production,
+    ingestion_rows,
+    latest,
+    ledger_rows,
+    open_catalog,
+    production_label,
+)
+from backfill_platform.partitions import days_between
+from backfill_platform.promotion.assets import production_key
+from backfill_platform.shadow.assets import shadow_key
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.utils import REASON_TAG, TICKET_TAG
+from backfill_platform.validation.verdicts import ALL_OR_NOTHING, PER_DAY, PROMOTION_POLICY_TAG
+
+DEFINITIONS_MODULE = "backfill_platform.definitions"
+POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
+
+
+@dataclass(frozen=True)
+class BackfillRequest:
+    dataset: DatasetSpec
+    stream: StreamSpec
+    start: date
+    end: date  # exclusive
+    reason: str | None = None
+    ticket: str | None = None
+    dry_run: bool = False
+    policy: str = ALL_OR_NOTHING
+    log_level: str = "CRITICAL"  # failures are reported from the run's events, not its log
+
+    @property
+    def days(self) -> list[date]:
+        return days_between(self.start, self.end)
+
+    def asset_keys(self) -> list[AssetKey]:
+        keys = [events_key(self.stream), shadow_key(self.dataset, self.dataset.active_version)]
+        return keys if self.dry_run else [*keys, production_key(self.dataset)]
+
+    def tags(self) -> dict[str, str]:
+        tags = {
+            "dagster/asset_partition_range_start": self.start.isoformat(),
+            "dagster/asset_partition_range_end": (self.end - timedelta(days=1)).isoformat(),
+            PROMOTION_POLICY_TAG: self.policy,
+        }
+        tags |= {REASON_TAG: self.reason} if self.reason else {}
+        return tags | ({TICKET_TAG: self.ticket} if self.ticket else {})
+
+
+@dataclass(frozen=True)
+class DayProblem:
+    """A check that failed (or warned) for one day, with its numbers."""
+
+    day: str
+    asset: str
+    check: str
+    detail: str
+    blocking: bool
+
+
+@dataclass
+class BackfillOutcome:
+    request: BackfillRequest
+    run_id: str
+    success: bool
+    problems: list[DayProblem]
+    step_failures: list[str]
+    validations: dict[date, Row] = field(default_factory=dict)  # latest ledger row of the version
+    ingestions: dict[date, Row] = field(default_factory=dict)  # latest events figures
+    production: dict[date, Row] = field(default_factory=dict)  # what production holds now
+
+    def promoted_by_this_run(self, day: date) -> bool:
+        row = self.production.get(day)
+        return bool(row and row.get("promotion_run_id") == self.run_id)
+
+    @property
+    def held_back(self) -> list[date]:
+        """Days this run was asked to promote and did not (none in a dry run)."""
+        if self.request.dry_run:
+            return []
+        return [d for d in self.request.days if not self.promoted_by_this_run(d)]
+
+    @property
+    def ok(self) -> bool:
+        blocking = any(p.blocking for p in self.problems)
+        return self.success and not blocking and not self.held_back
+
+
+def instance_from_env() -> DagsterInstance:
+    """The instance of DAGSTER_HOME (the run shows in the UI), or an ephemeral one without it."""
+    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+
+
+def run_backfill(request: BackfillRequest, instance: DagsterInstance) -> BackfillOutcome:
+    """Run the request's assets for its range as one run of the location's asset job; read it back."""
+    if not request.days:
+        raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
+    keys = request.asset_keys()
+    repository = ReconstructableRepository.for_module(DEFINITIONS_MODULE, "defs", os.getcwd())
+    job = repository.get_definition().get_implicit_job_def_for_assets(keys)
+    if job is None:
+        raise ValueError(f"no asset job holds {', '.join(k.to_user_string() for k in keys)}")
+    run_config = {"loggers": {"console": {"config": {"log_level": request.log_level}}}}
+    with execute_job(
+        repository.get_reconstructable_job(job.name),
+        instance=instance,
+        run_config=run_config,
+        tags=request.tags(),
+        asset_selection=keys,
+    ) as result:
+        run_id, success = result.run_id, result.success
+    return read_back(request, instance, run_id, success)
+
+
+def read_back(
+    request: BackfillRequest, instance: DagsterInstance, run_id: str, success: bool
+) -> BackfillOutcome:
+    """The run's failed checks (from its event log) and each day's ledger rows (through PyIceberg)."""
+    problems = []
+    for record in instance.get_records_for_run(
+        run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION, limit=100_000
+    ).records:
+        evaluation = record.event_log_entry.dagster_event.event_specific_data
+        if evaluation.passed:
+            continue
+        metadata = {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
+        problems.append(
+            DayProblem(
+                day=evaluation.partition or "-",
+                asset=evaluation.asset_key.to_user_string(),
+                check=evaluation.check_name,
+                detail=describe(evaluation.check_name, metadata),
+                blocking=evaluation.severity.value == "ERROR",
+            )
+        )
+    failures = [
+        record.event_log_entry.dagster_event.step_key + ": " + _failure_text(record)
+        for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.STEP_FAILURE).records
+    ]
+    catalog, days = open_catalog(), set(request.days)
+    dataset, version = request.dataset, request.dataset.active_version
+    rows = ledger_rows(catalog, dataset.name)
+    validations = latest(rows, lambda r: r["version"] == version and not r["adopted"])
+    return BackfillOutcome(
+        request=request,
+        run_id=run_id,
+        success=success,
+        problems=sorted(problems, key=lambda p: (p.day, p.asset, p.check)),
+        step_failures=failures,
+        validations={d: r for d, r in validations.items() if d in days},
+        ingestions={
+            d: r for d, r in latest(ingestion_rows(catalog, request.stream.name)).items() if d in days
+        },
+        production={d: r for d, r in in_production(rows).items() if d in days},
+    )
+
+
+def _failure_text(record) -> str:
+    data = record.event_log_entry.dagster_event.event_specific_data
+    if data.user_failure_data and data.user_failure_data.description:
+        return data.user_failure_data.description
+    error = data.error
+    while error is not None and error.cause is not None:  # the user's exception, not Dagster's wrapper
+        error = error.cause
+    message = error.message.strip() if error is not None else ""
+    return message.splitlines()[0][:400] if message else "failed"
+
+
+def report_table(outcome: BackfillOutcome) -> Table:
+    """Per day, from the ledger: the events figures, the shadow, the checks and what production holds."""
+    r = outcome.request
+    what = "dry run" if r.dry_run else "backfill"
+    title = (
+        f"{r.dataset.name} {r.dataset.active_version} {what} (run {outcome.run_id}), per day, from the ledger"
+    )
+    table = Table(title=title)
+    header = ("day", "records", "events", "dup", "quar.", "shadow rows", "checks", "production", "this run")
+    for column in header:
+        table.add_column(column, justify="right")
+    for day in r.days:
+        events, shadow = outcome.ingestions.get(day, {}), outcome.validations.get(day, {})
+        checks = (
+            "-" if not shadow else "passed" if shadow["checks_passed"] else f"[red]{shadow['failed_checks']}"
+        )
+        promoted = outcome.promoted_by_this_run(day)
+        verdict = "dry run" if r.dry_run else "promoted" if promoted else "[red]held back"
+        table.add_row(
+            day.isoformat(), _n(events.get("records")), _n(events.get("written")),
+            _n(events.get("duplicates")), _n(events.get("quarantined")), _n(shadow.get("shadow_rows")),
+            checks, production_label(outcome.production.get(day)), verdict,
+        )  # fmt: skip
+    return table
+
+
+def problem_lines(outcome: BackfillOutcome) -> list[str]:
+    """`2026-10-03 quarantine_ratio 3.1% > 1%: 981 lines unknown_schema_version`, per failed day."""
+    lines = [f"{p.day} {p.check} {p.detail}" + ("" if p.blocking else " (warning)") for p in outcome.problems]
+    lines += [f"step {failure}" for failure in outcome.step_failures]
+    return lines
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"

@@ -1,0 +1,109 @@
+"""Every name a spec refers to is checked when specs load, not when a run reaches it.
+
+A name that validates as an identifier can still name nothing: a mistyped version marker makes every
+line match the wrong version or none (quarantined as `unknown_schema_version`), a mistyped column in a
+dataset's SQL fails a check hours later with Spark's UNRESOLVED_COLUMN, and a mistyped transform fails
+when definitions load without naming the spec. These functions return the problems of one spec as
+(field path, reason) pairs; the loader turns them into a `SpecError` naming the file.
+
+What the stream model itself declares is checked by its validators (upcast steps name fields of their
+version, renames and defaults end at the latest version's fields, id/time fields are not payload). The
+event id and event time field names are read from the raw records only and nothing else in a spec
+declares them, so no spec-only check can tell a mistyped one from a real one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from backfill_platform.specs.dataset import DatasetSpec, VersionSpec
+from backfill_platform.specs.expressions import ExpressionError, unknown_columns
+from backfill_platform.specs.stream import SchemaVersion, StreamSpec, events_columns
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str  # path within the spec, e.g. `reconciliation[1].filter`
+    reason: str
+
+    def __str__(self) -> str:
+        return f"field '{self.field}': {self.reason}"
+
+
+def stream_problems(spec: StreamSpec) -> list[Problem]:
+    """Version markers (`schema_versions[i].match.field`) that no record of the stream can carry."""
+    problems = []
+    for index, version in enumerate(spec.schema_versions):
+        others = [v for v in spec.schema_versions if v is not version]
+        reason = _marker_problem(spec, version, others)
+        if reason:
+            problems.append(Problem(f"schema_versions[{index}].match.field", reason))
+    return problems
+
+
+def _marker_problem(spec: StreamSpec, version: SchemaVersion, others: list[SchemaVersion]) -> str | None:
+    name, number = version.match.field, version.version
+    if name in (spec.event_id_field, spec.event_time.field):
+        return f"{name!r} is the event id or time field; a version is recognised by another field"
+    if version.match.missing and name in version.fields:
+        return f"version {number} is recognised by the absence of {name!r}, a field it declares"
+    if not others or name in version.fields:
+        return None
+    # Names the other versions declare: their payload fields and their own markers.
+    known = sorted({f for v in others for f in v.fields} | {v.match.field for v in others})
+    if name in known:
+        return None
+    if version.match.missing:  # no record carries it, so every record would match this version
+        return (
+            f"unknown field {name!r}: no other version has it, so every record would be version {number} "
+            f"(known: {known})"
+        )
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+    if close:  # a marker of its own is allowed; one a letter away from another version's is a typo
+        return f"unknown field {name!r}: no other version has it; did you mean {close[0]!r}? (known: {known})"
+    return None
+
+
+def dataset_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> list[Problem]:
+    """The source stream exists, every SQL rule resolves against its events table, every transform loads."""
+    problems = [
+        Problem(f"versions.{name}.transform", str(exc))
+        for name, version in dataset.versions.items()
+        if (exc := _transform_error(version))
+    ]
+    stream = streams.get(dataset.source_stream)
+    if stream is None:
+        reason = f"unknown stream {dataset.source_stream!r} (known: {sorted(streams) or 'none'})"
+        return [Problem("source_stream", reason), *problems]
+    columns = [name for name, _ in events_columns(stream)]
+    rules = [("expected_rows", dataset.expected_rows)]
+    rules += [(f"reconciliation[{i}]", rule) for i, rule in enumerate(dataset.reconciliation)]
+    for prefix, rule in rules:
+        for part in ("expression", "filter"):
+            reason = _expression_problem(getattr(rule, part), columns, stream)
+            if reason:
+                problems.append(Problem(f"{prefix}.{part}", reason))
+    return problems
+
+
+def _expression_problem(sql: str, columns: list[str], stream: StreamSpec) -> str | None:
+    try:
+        unknown = unknown_columns(sql, columns)
+    except ExpressionError as exc:
+        return f"{sql!r} {exc}"
+    if not unknown:
+        return None
+    return (
+        f"{sql!r} names unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+        f"the events of stream {stream.name!r} have {columns}"
+    )
+
+
+def _transform_error(version: VersionSpec) -> ValueError | None:
+    try:
+        version.load_transform()
+    except ValueError as exc:
+        return exc
+    return None

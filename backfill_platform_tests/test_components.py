@@ -1,0 +1,219 @@
+"""A team's own project, as a new user builds it: a dg project outside this package, with a stream, a
+daily dataset and its transform module beside its spec, declared as components.
+
+`dg scaffold defs` writes valid starting points; `dg check defs` and `dg list defs` accept the project;
+`dg launch` backfills three days in one run; production is read back with PyIceberg and compared with
+the generator's truth (events written per day, starts per day), computed independently of the platform.
+A misspelt attribute is reported by `dg check defs` with the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform import settings
+from backfill_platform.lakehouse.resources import IcebergCatalogResource
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform_tests.test_cli_backfill import REPO_ROOT, write_dagster_home
+
+DG = REPO_ROOT / ".venv" / "bin" / "dg"
+DAYS = ["2026-10-01", "2026-10-02", "2026-10-03"]
+DG_TIMEOUT_SECONDS = 600
+
+TRANSFORM = '''
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+def daily_activity(events: DataFrame) -> DataFrame:
+    """Events per day and event type."""
+    return events.groupBy(F.to_date("event_time").alias("event_date"), "event_type").agg(
+        F.count(F.lit(1)).alias("events")
+    )
+'''
+
+
+def daily_activity_spec() -> dict:
+    return {
+        "name": "daily_activity",
+        "description": "Events per day and event type.",
+        "source_stream": "team_playback",
+        "bucket": "day",
+        "partition_column": "event_date",
+        "key_columns": ["event_date", "event_type"],
+        "columns": {"event_date": "date", "event_type": "string", "events": "long"},
+        "versions": {"v1": {"transform": "transform:daily_activity"}},
+        "active_version": "v1",
+        "expected_rows": {"expression": "count(DISTINCT event_type)"},
+        "reconciliation": [{"column": "events", "expression": "count(1)"}],
+    }
+
+
+class TeamProject:
+    def __init__(self, root: Path, data: Path) -> None:
+        self.root, self.data, self.home = root, data, root / "dagster_home"
+        self.defs = root / "team_views" / "defs"
+        self.defs.mkdir(parents=True)
+        self.home.mkdir()
+        write_dagster_home(self.home)
+        (root / "pyproject.toml").write_text(
+            textwrap.dedent(
+                """
+                [project]
+                name = "team_views"
+                version = "0.1.0"
+                dependencies = ["backfill_platform"]
+
+                [tool.dg]
+                directory_type = "project"
+
+                [tool.dg.project]
+                root_module = "team_views"
+                """
+            )
+        )
+        (root / "team_views" / "__init__.py").write_text("")
+        (self.defs / "__init__.py").write_text("")
+        (root / "team_views" / "definitions.py").write_text(
+            textwrap.dedent(
+                """
+                from pathlib import Path
+
+                from dagster import definitions, load_from_defs_folder
+
+
+                @definitions
+                def defs():
+                    return load_from_defs_folder(path_within_project=Path(__file__).parent)
+                """
+            )
+        )
+
+    def dg(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", settings.SPECS_ENV)}
+        env.update(
+            {
+                "PATH": f"{DG.parent}{os.pathsep}{env['PATH']}",
+                "VIRTUAL_ENV": str(DG.parent.parent),
+                "DAGSTER_HOME": str(self.home),
+                settings.DATA_DIR_ENV: str(self.data),
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "DAGSTER_DISABLE_TELEMETRY": "1",
+            }
+        )
+        result = subprocess.run(
+            [str(DG), *args],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=DG_TIMEOUT_SECONDS,
+        )
+        if check:
+            assert result.returncode == 0, (
+                f"dg {' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+            )
+        return result
+
+    def write_component(self, name: str, component_type: str, attributes: dict) -> Path:
+        folder = self.defs / name
+        folder.mkdir(exist_ok=True)
+        path = folder / "defs.yaml"
+        path.write_text(yaml.safe_dump({"type": component_type, "attributes": attributes}, sort_keys=False))
+        return path
+
+
+@pytest.fixture(scope="module")
+def project(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> TeamProject:
+    """The team's project over the session's archive (read in place), with its own lakehouse."""
+    root = tmp_path_factory.mktemp("team_project")
+    project = TeamProject(root, root / "data")
+    stream = builtin_spec_data("playback")
+    stream.pop("kind")
+    stream["name"] = "team_playback"
+    stream["archive"] |= {
+        "location": str(data_dir / "archive" / "playback"),
+        "allow_outside_data_roots": True,
+    }
+    project.write_component("team_playback", "backfill_platform.components.Stream", stream)
+    project.write_component("daily_activity", "backfill_platform.components.Dataset", daily_activity_spec())
+    (project.defs / "daily_activity" / "transform.py").write_text(TRANSFORM)
+    project.dg("scaffold", "defs", "backfill_platform.components.Lakehouse", "lakehouse")
+    return project
+
+
+@pytest.fixture(scope="module")
+def backfilled(project: TeamProject) -> TeamProject:
+    project.dg(
+        "launch",
+        "--assets",
+        "raw/team_playback_events,shadow/daily_activity__v1,prod/daily_activity_production",
+        "--partition-range",
+        f"{DAYS[0]}...{DAYS[-1]}",
+    )
+    return project
+
+
+def test_dg_check_defs_accepts_the_project(project):
+    result = project.dg("check", "defs")
+    assert "All component YAML validated successfully." in result.stdout + result.stderr
+    assert "All definitions loaded successfully." in result.stdout + result.stderr
+
+
+def test_dg_list_defs_shows_the_team_assets(project):
+    listed = json.loads(project.dg("list", "defs", "--json").stdout)
+    keys = {asset["asset_key"] for asset in listed["assets"]}
+    assert {
+        "archive/team_playback_archive",
+        "raw/team_playback_events",
+        "shadow/daily_activity__v1",
+        "prod/daily_activity_production",
+    } <= keys, keys
+
+
+def test_a_dg_launch_backfill_promotes_what_the_archive_holds(backfilled, truth):
+    catalog = IcebergCatalogResource(
+        name="lake",
+        jdbc_uri=f"jdbc:sqlite:{backfilled.data}/catalog.db",
+        sql_uri=f"sqlite:///{backfilled.data}/catalog.db",
+        warehouse=f"file://{backfilled.data}/warehouse",
+    ).load()
+    rows = catalog.load_table("prod.daily_activity").scan().to_arrow().to_pylist()
+    per_day: dict[str, int] = {}
+    starts: dict[str, int] = {}
+    for row in rows:
+        day = row["event_date"].isoformat()
+        per_day[day] = per_day.get(day, 0) + row["events"]
+        if row["event_type"] == "start":
+            starts[day] = row["events"]
+    expected = {day: truth["partitions"][day]["written"] for day in DAYS}
+    assert per_day == expected
+    assert starts == {day: truth["partitions"][day]["starts"] for day in DAYS}
+
+
+def test_scaffolded_components_are_a_valid_starting_point(tmp_path):
+    project = TeamProject(tmp_path, tmp_path / "data")
+    project.dg("scaffold", "defs", "backfill_platform.components.Stream", "my_stream")
+    project.dg("scaffold", "defs", "backfill_platform.components.Dataset", "my_dataset")
+    project.dg("scaffold", "defs", "backfill_platform.components.Lakehouse", "lakehouse")
+    assert (project.defs / "my_dataset" / "transform.py").is_file()
+    result = project.dg("check", "defs")
+    assert "All definitions loaded successfully." in result.stdout + result.stderr
+
+
+def test_a_misspelt_attribute_names_the_file_and_line(tmp_path):
+    project = TeamProject(tmp_path, tmp_path / "data")
+    project.dg("scaffold", "defs", "backfill_platform.components.Stream", "my_stream")
+    path = project.defs / "my_stream" / "defs.yaml"
+    path.write_text(path.read_text().replace("allowed_lateness:", "allowed_latenes:"))
+    result = project.dg("check", "defs", check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"{path}:" in output and "'allowed_lateness' is a required property" in output, output

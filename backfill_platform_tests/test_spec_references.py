@@ -1,0 +1,244 @@
+"""Everything a spec names is checked at load: version markers, upcast targets, the dataset's source
+stream, its SQL rules against the events table, its transforms (also code beside the spec, run on
+Spark executors without PYTHONPATH)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, builtin_spec_data, load_specs
+from backfill_platform.specs.stream import events_columns
+from backfill_platform.specs.transforms import SYNTHETIC_PREFIX
+from backfill_platform_tests.test_specs import mutated, write_spec
+
+DATASET = builtin_spec_data("views_per_title")
+
+
+def dataset(**changes) -> dict:
+    spec = yaml.safe_load(yaml.safe_dump(DATASET))
+    spec.update(changes)
+    return spec
+
+
+def refused(folder: Path, failing: str, stream: dict | None = None, data: dict | None = None) -> str:
+    """Load a folder holding a stream and a dataset spec; the error must name the `failing` file."""
+    paths = {"playback": write_spec(folder, "playback", stream or mutated())}
+    paths["views"] = write_spec(folder, "views", data or dataset())
+    with pytest.raises(SpecError) as error:
+        load_specs([folder])
+    message = str(error.value)
+    assert message.startswith(f"{paths[failing]}: "), message
+    return message
+
+
+# --- stream specs -----------------------------------------------------------------------------------
+
+
+def test_a_mistyped_version_marker_matched_by_absence_is_refused(tmp_path):
+    # Every record lacks `schema_verison`: all would be version 1, the v2 records misread.
+    message = refused(tmp_path, "playback", stream=mutated(schema_versions__0__match__field="schema_verison"))
+    assert "field 'schema_versions[0].match.field': unknown field 'schema_verison'" in message
+    assert "every record would be version 1" in message and "'schema_version'" in message
+
+
+def test_a_mistyped_version_marker_matched_by_value_is_refused(tmp_path):
+    # No record carries `schema_verison`: every version-2 line would be `unknown_schema_version`.
+    message = refused(tmp_path, "playback", stream=mutated(schema_versions__1__match__field="schema_verison"))
+    assert "field 'schema_versions[1].match.field': unknown field 'schema_verison'" in message
+    assert "did you mean 'schema_version'?" in message
+
+
+def test_a_version_marker_that_is_the_event_id_field_is_refused(tmp_path):
+    message = refused(tmp_path, "playback", stream=mutated(schema_versions__1__match__field="event_id"))
+    assert "field 'schema_versions[1].match.field': 'event_id' is the event id or time field" in message
+
+
+DEVICE, COUNTRY = mutated()["schema_versions"][0]["upcast"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"event_id_field": "user_id"}, "['user_id'] are the id/time fields (event_id_field"),
+        ({"event_time__field": "title_id"}, "['title_id'] are the id/time fields (event_id_field"),
+        (
+            {"schema_versions__0__upcast": [{"rename": {"from": "device", "to": "device_typ"}}, COUNTRY]},
+            "not fields of the latest version: ['device_typ']",
+        ),
+        (
+            {"schema_versions__0__upcast": [DEVICE, {"default": {"field": "contry", "value": "x"}}]},
+            "not fields of the latest version: ['contry']; missing: ['country']",
+        ),
+        (
+            {"schema_versions__0__upcast": [{"rename": {"from": "devise", "to": "device_type"}}, COUNTRY]},
+            "upcast step 1: rename of unknown field 'devise' (fields: ['device', 'event_type'",
+        ),
+    ],
+)
+def test_id_time_and_upcast_names_are_checked_against_the_versions(tmp_path, changes, named):
+    message = refused(tmp_path, "playback", stream=mutated(**changes))
+    assert named in message
+
+
+# --- dataset specs ------------------------------------------------------------------------------------
+
+
+def test_an_unknown_column_in_expected_rows_names_the_field_and_the_columns(tmp_path):
+    rows = {"filter": "event_type IN ('start', 'stop')", "expression": "count(DISTINCT title)"}
+    message = refused(tmp_path, "views", data=dataset(expected_rows=rows))
+    assert "field 'expected_rows.expression': 'count(DISTINCT title)' names unknown column 'title'" in message
+    assert "the events of stream 'playback' have ['event_id', 'event_time', " in message
+    assert "'title_id', " in message and "'_ingestion_time']" in message
+
+
+def test_an_unknown_column_in_a_reconciliation_filter_names_its_index(tmp_path):
+    rules = DATASET["reconciliation"]
+    data = dataset(reconciliation=[rules[0], {**rules[1], "filter": "event_typ = 'stop' AND devic = 'tv'"}])
+    message = refused(tmp_path, "views", data=data)
+    assert "field 'reconciliation[1].filter'" in message
+    assert "names unknown columns 'event_typ', 'devic'" in message
+    assert "reconciliation[0]" not in message
+
+
+@pytest.mark.parametrize(
+    ("expression", "reason"),
+    [
+        ("sum(", "does not parse as Spark SQL: Required keyword"),
+        ("count(1", "does not parse as Spark SQL: Expecting )"),
+        ("count(1); DROP TABLE prod.views", "must be one expression over the events, not BLOCK"),
+        (
+            "sum(position_sec) + (SELECT max(x) FROM t)",
+            "must be one expression over the events, not SUBQUERY",
+        ),
+    ],
+)
+def test_an_unparseable_or_non_expression_rule_is_refused(tmp_path, expression, reason):
+    rules = [{**DATASET["reconciliation"][0], "expression": expression}, DATASET["reconciliation"][1]]
+    message = refused(tmp_path, "views", data=dataset(reconciliation=rules))
+    assert f"field 'reconciliation[0].expression': {expression!r} {reason}" in message
+
+
+def test_an_unknown_source_stream_names_the_dataset_file(tmp_path):
+    message = refused(tmp_path, "views", data=dataset(source_stream="playbak"))
+    assert "field 'source_stream': unknown stream 'playbak' (known: ['playback'])" in message
+
+
+def test_an_unknown_transform_names_the_version(tmp_path):
+    versions = {"v2": {"transform": "views_beside:nothing_here"}}
+    (tmp_path / "views_beside.py").write_text("def views(events):\n    return events\n")
+    message = refused(tmp_path, "views", data=dataset(versions=versions, active_version="v2"))
+    assert "field 'versions.v2.transform': transform 'views_beside:nothing_here' cannot be loaded" in message
+    assert "has no 'nothing_here'" in message
+
+
+def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
+    rows = {
+        "filter": "Event_Type = 'start' AND _line_number > 0",
+        "expression": "count(DISTINCT _source_file)",
+    }
+    write_spec(tmp_path, "playback", mutated())
+    write_spec(tmp_path, "views", dataset(expected_rows=rows))
+    assert load_specs([tmp_path]).datasets["views_per_title"].expected_rows.model_dump() == rows
+
+
+def test_the_built_in_specs_load_with_every_reference_resolved():
+    specs = load_specs([BUILTIN_SPECS_DIR])
+    views = specs.datasets["views_per_title"]
+    assert views._source_path.is_file() and views.versions["v2"].load_transform().__name__ == "views_v2"
+    assert [name for name, _ in events_columns(specs.streams["playback"])][:3] == [
+        "event_id",
+        "event_time",
+        "user_id",
+    ]
+
+
+# --- transforms beside the spec -------------------------------------------------------------------------
+
+TRANSFORM = textwrap.dedent(
+    '''
+    """A team's transform, next to its spec: a Python UDF calling a helper of this module."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    PREFIX = "{prefix}"
+
+
+    def label(title_id):
+        return PREFIX + title_id.upper()
+
+
+    def views(events):
+        return events.select(F.udf(label, StringType())("title_id").alias("label"))
+    '''
+)
+
+
+def write_transforms(folder: Path) -> None:
+    """The same transform three ways: a module beside the spec, a package, and a file in a subfolder."""
+    (folder / "team_views.py").write_text(TRANSFORM.format(prefix="module:"))
+    (folder / "team_pkg").mkdir()
+    (folder / "team_pkg" / "__init__.py").write_text("")
+    (folder / "team_pkg" / "helpers.py").write_text(TRANSFORM.format(prefix="package:"))
+    (folder / "team_pkg" / "views.py").write_text("from .helpers import views  # noqa: F401\n")
+    (folder / "code").mkdir()
+    (folder / "code" / "views.py").write_text(TRANSFORM.format(prefix="file:"))
+
+
+VERSIONS = {
+    "module": "team_views:views",
+    "package": "team_pkg.views:views",
+    "file": "code/views.py:views",
+}
+
+
+def test_transforms_beside_the_spec_load_without_pythonpath(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    write_transforms(tmp_path)
+    write_spec(tmp_path, "playback", mutated())
+    write_spec(
+        tmp_path,
+        "views",
+        dataset(versions={k: {"transform": v} for k, v in VERSIONS.items()}, active_version="file"),
+    )
+    spec = load_specs([tmp_path]).datasets["views_per_title"]
+    for name in VERSIONS:
+        function = spec.versions[name].load_transform()
+        assert function.__module__.startswith(SYNTHETIC_PREFIX), function.__module__
+        assert function.__globals__["PREFIX"] == f"{name}:"
+        assert str(tmp_path) not in sys.path
+    # Same file, same module (stable); another folder's `team_views.py` is another module (unique).
+    again = load_specs([tmp_path]).datasets["views_per_title"].versions["module"].load_transform()
+    assert again is spec.versions["module"].load_transform()
+    other = tmp_path / "other"
+    other.mkdir()
+    write_transforms(other)
+    write_spec(other, "playback", mutated())
+    write_spec(
+        other, "views", dataset(versions={"v2": {"transform": VERSIONS["module"]}}, active_version="v2")
+    )
+    theirs = load_specs([other]).datasets["views_per_title"].versions["v2"].load_transform()
+    assert theirs.__module__ != again.__module__
+
+
+def test_a_transform_beside_the_spec_runs_its_python_udf_on_executors(tmp_path, spark):
+    write_transforms(tmp_path)
+    write_spec(tmp_path, "playback", mutated())
+    write_spec(
+        tmp_path,
+        "views",
+        dataset(versions={k: {"transform": v} for k, v in VERSIONS.items()}, active_version="file"),
+    )
+    spec = load_specs([tmp_path]).datasets["views_per_title"]
+    events = spark.createDataFrame(
+        [("e1", datetime(2026, 10, 1, 1), "t0001"), ("e2", datetime(2026, 10, 1, 2), "t0002")],
+        "event_id string, event_time timestamp, title_id string",
+    ).repartition(2)  # two tasks: the UDF is shipped to the Python workers, never imported there
+    for name in VERSIONS:
+        rows = spec.versions[name].load_transform()(events).collect()
+        assert sorted(row.label for row in rows) == [f"{name}:T0001", f"{name}:T0002"]
