@@ -54,6 +54,24 @@ def demo(days: int, events_per_day: int) -> None:
     run_demo(start=date(2026, 10, 1), days=days, events_per_day=events_per_day)
 
 
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+def init(path: Path) -> None:
+    """Start a dg project for your own streams and datasets at PATH (named after its folder)."""
+    from backfill_platform.components.project import init_project
+
+    try:
+        written = init_project(path)
+    except (FileExistsError, ValueError) as refusal:
+        raise click.ClickException(str(refusal)) from refusal
+    for file in written:
+        click.echo(f"wrote {file}")
+    click.echo(
+        f"next: cd {path} && dg scaffold defs backfill_platform.components.Stream <stream> "
+        "(then .Dataset <dataset>), fill in the defs.yaml files, dg check defs"
+    )
+
+
 @contextmanager
 def _refusals() -> Iterator[None]:
     """A refusal of the platform is an answer, not a crash: print it and exit non-zero."""

@@ -1,7 +1,7 @@
 """A team's own project, as a new user builds it: a dg project outside this package, with a stream, a
 daily dataset and its transform module beside its spec, declared as components.
 
-`dg scaffold defs` writes valid starting points; `dg check defs` and `dg list defs` accept the project;
+`backfill-platform init` writes the project and `dg scaffold defs` valid starting points; `dg check defs` and `dg list defs` accept the project;
 `dg launch` backfills three days in one run; production is read back with PyIceberg and compared with
 the generator's truth (events written per day, starts per day), computed independently of the platform.
 A misspelt attribute is reported by `dg check defs` with the file and the line.
@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
 from backfill_platform import settings
+from backfill_platform.components.project import init_project
 from backfill_platform.lakehouse.resources import IcebergCatalogResource
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.test_cli_backfill import REPO_ROOT, write_dagster_home
@@ -57,44 +57,14 @@ def daily_activity_spec() -> dict:
 
 
 class TeamProject:
-    def __init__(self, root: Path, data: Path) -> None:
-        self.root, self.data, self.home = root, data, root / "dagster_home"
-        self.defs = root / "team_views" / "defs"
-        self.defs.mkdir(parents=True)
+    """A project as `backfill-platform init` writes it, with its own data directory and Dagster home."""
+
+    def __init__(self, parent: Path, data: Path) -> None:
+        self.root, self.data, self.home = parent / "team_views", data, parent / "dagster_home"
+        init_project(self.root)
+        self.defs = self.root / "team_views" / "defs"
         self.home.mkdir()
         write_dagster_home(self.home)
-        (root / "pyproject.toml").write_text(
-            textwrap.dedent(
-                """
-                [project]
-                name = "team_views"
-                version = "0.1.0"
-                dependencies = ["backfill_platform"]
-
-                [tool.dg]
-                directory_type = "project"
-
-                [tool.dg.project]
-                root_module = "team_views"
-                """
-            )
-        )
-        (root / "team_views" / "__init__.py").write_text("")
-        (self.defs / "__init__.py").write_text("")
-        (root / "team_views" / "definitions.py").write_text(
-            textwrap.dedent(
-                """
-                from pathlib import Path
-
-                from dagster import definitions, load_from_defs_folder
-
-
-                @definitions
-                def defs():
-                    return load_from_defs_folder(path_within_project=Path(__file__).parent)
-                """
-            )
-        )
 
     def dg(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", settings.SPECS_ENV)}
@@ -145,7 +115,6 @@ def project(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     project.write_component("team_playback", "backfill_platform.components.Stream", stream)
     project.write_component("daily_activity", "backfill_platform.components.Dataset", daily_activity_spec())
     (project.defs / "daily_activity" / "transform.py").write_text(TRANSFORM)
-    project.dg("scaffold", "defs", "backfill_platform.components.Lakehouse", "lakehouse")
     return project
 
 
@@ -202,7 +171,6 @@ def test_scaffolded_components_are_a_valid_starting_point(tmp_path):
     project = TeamProject(tmp_path, tmp_path / "data")
     project.dg("scaffold", "defs", "backfill_platform.components.Stream", "my_stream")
     project.dg("scaffold", "defs", "backfill_platform.components.Dataset", "my_dataset")
-    project.dg("scaffold", "defs", "backfill_platform.components.Lakehouse", "lakehouse")
     assert (project.defs / "my_dataset" / "transform.py").is_file()
     result = project.dg("check", "defs")
     assert "All definitions loaded successfully." in result.stdout + result.stderr
@@ -217,3 +185,19 @@ def test_a_misspelt_attribute_names_the_file_and_line(tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert f"{path}:" in output and "'allowed_lateness' is a required property" in output, output
+
+
+def test_init_writes_a_project_and_never_overwrites_one(tmp_path):
+    from click.testing import CliRunner
+
+    from backfill_platform.cli import main
+
+    target = tmp_path / "clicks_project"
+    first = CliRunner().invoke(main, ["init", str(target)])
+    assert first.exit_code == 0, first.output
+    assert (target / "clicks_project" / "defs" / "lakehouse" / "defs.yaml").read_text().count(
+        "type: backfill_platform.components.Lakehouse"
+    ) == 1
+    assert 'root_module = "clicks_project"' in (target / "pyproject.toml").read_text()
+    second = CliRunner().invoke(main, ["init", str(target)])
+    assert second.exit_code != 0 and "refusing to overwrite" in second.output

@@ -1,0 +1,71 @@
+"""`backfill-platform init PATH`: a new dg project for a team's own streams and datasets.
+
+What `create-dagster project` would write, reduced to what the platform needs: a package with a defs
+folder that `dg` manages, a `definitions.py` that loads it, and the `Lakehouse` component instance.
+Streams and datasets are then added with `dg scaffold defs backfill_platform.components.Stream <name>`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from backfill_platform.specs.common import check_identifier
+
+PYPROJECT = """\
+[project]
+name = "{name}"
+version = "0.1.0"
+requires-python = ">=3.11"
+dependencies = ["backfill_platform"]
+
+[tool.dagster]
+module_name = "{name}.definitions"
+code_location_name = "{name}"
+
+[tool.dg]
+directory_type = "project"
+
+[tool.dg.project]
+root_module = "{name}"
+"""
+
+DEFINITIONS = '''\
+"""The code location: every component instance of the defs folder."""
+
+from pathlib import Path
+
+from dagster import Definitions, definitions, load_from_defs_folder
+
+
+@definitions
+def defs() -> Definitions:
+    return load_from_defs_folder(path_within_project=Path(__file__).parent)
+'''
+
+LAKEHOUSE = """\
+# The catalog and Spark resources of the tier (BACKFILL_PLATFORM_* environment variables; embedded
+# SQLite under BACKFILL_PLATFORM_DATA by default), the fenced executor, the daily-refresh sensor and
+# the revert job.
+type: backfill_platform.components.Lakehouse
+"""
+
+
+def init_project(path: Path) -> list[Path]:
+    """Write a new project at `path` (named after its folder); refuse to overwrite anything."""
+    name = check_identifier(path.name)
+    package = path / name
+    files = {
+        path / "pyproject.toml": PYPROJECT.format(name=name),
+        package / "__init__.py": "",
+        package / "definitions.py": DEFINITIONS,
+        package / "defs" / "__init__.py": "",
+        package / "defs" / "lakehouse" / "defs.yaml": LAKEHOUSE,
+    }
+    existing = [p for p in files if p.exists()]
+    if existing:
+        raise FileExistsError(f"refusing to overwrite {', '.join(map(str, existing))}")
+    for file, text in files.items():
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(textwrap.dedent(text))
+    return list(files)
