@@ -24,11 +24,11 @@ PLATFORM_ASSETS = {
 }
 
 
-def _spark_resource(event_log: Path, for_dagster: bool):
-    """The platform's Spark resource of the current tier, plus the event log: same settings for all."""
+def _spark_resource(event_log: Path):
+    """The platform's Spark resource of the current tier, plus the event log (as `baseline_spark_conf`)."""
     from backfill_platform.lakehouse.resources import SparkIcebergResource, catalog_from_env, spark_from_env
 
-    catalog = catalog_from_env(for_dagster=for_dagster)
+    catalog = catalog_from_env()
     base = spark_from_env(catalog)
     return SparkIcebergResource(
         catalog=catalog,
@@ -54,12 +54,18 @@ def _stop_spark() -> dict[str, Any]:
 
 
 def run_spark_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
+    """Plain PySpark with the platform's settings, computed by the harness (no Dagster import here)."""
+    from pyspark.sql import SparkSession
+
     from backfill_platform.bench.baselines import spark_baseline
 
     began = time.time()
-    spark_resource = _spark_resource(Path(spec["event_log"]), for_dagster=False)
-    spark = spark_resource.spark_session
-    spark_baseline(spark, spec["files"], start, end, spark_resource.catalog.name)
+    builder = SparkSession.builder
+    for key, value in spec["spark_conf"].items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_baseline(spark, spec["files"], start, end, spec["spark_conf"]["spark.sql.defaultCatalog"])
     return began, time.time()
 
 
@@ -80,7 +86,7 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
     from backfill_platform.factory import build_definitions
 
     defs = build_definitions()
-    spark = _spark_resource(Path(spec["event_log"]), for_dagster=True)
+    spark = _spark_resource(Path(spec["event_log"]))
     assets = [defs.get_assets_def(AssetKey(list(key))) for key in PLATFORM_ASSETS[spec["variant"]]]
     began = time.time()
     result = materialize(

@@ -28,7 +28,7 @@ from rich.console import Console
 
 from backfill_platform import settings
 from backfill_platform.bench.baselines import DUCKDB_TABLE, SPARK_TABLE
-from backfill_platform.bench.measure import read_back, spark_figures
+from backfill_platform.bench.measure import event_log_settings, read_back, spark_figures
 
 STREAM = "playback"
 HOUR = timedelta(hours=1)
@@ -45,6 +45,7 @@ class BenchConfig:
     short_days: int = 3  # short and long range of the memory comparison; 0: not run
     long_days: int = 30
     duckdb: bool = True  # where the `bench` extra is installed
+    variants: tuple[str, ...] = ("baseline", "events", "backfill", "duckdb")  # of the comparison
     start: date = date(2026, 10, 1)
     out: Path = field(default_factory=lambda: settings.data_dir() / "bench")
 
@@ -128,7 +129,7 @@ def plan(config: BenchConfig, large: Archive, small: Archive | None) -> list[Run
         label = f"{len(runs) + 1:02d}-{variant}-{group}"
         runs.append(Run(label, variant, group, archive, first, days, runs_dir / (shared or label)))
 
-    variants = ["baseline", "events", "backfill"] + (["duckdb"] if config.duckdb else [])
+    variants = [v for v in config.variants if v != "duckdb" or config.duckdb]
     for _ in range(config.repetitions):
         for variant in variants:
             add(variant, "compare", large, config.start, config.days)
@@ -162,8 +163,23 @@ def _environment(run: Run) -> dict[str, str]:
     return env
 
 
+def baseline_spark_conf(env: dict[str, str], event_log: Path) -> dict[str, str]:
+    """The Spark settings the platform's own resources give a run with this environment, plus the event
+    log: computed here so that the baseline's process imports nothing but PySpark."""
+    from backfill_platform.lakehouse.resources import IcebergCatalogResource, spark_from_env
+
+    catalog = IcebergCatalogResource(
+        name=env.get(settings.CATALOG_NAME_ENV) or "lake",
+        jdbc_uri=env[settings.CATALOG_JDBC_URI_ENV],
+        sql_uri=env[settings.CATALOG_SQL_URI_ENV],
+        warehouse=env[settings.WAREHOUSE_ENV],
+    )
+    return {**spark_from_env(catalog).full_spark_config(), **event_log_settings(event_log)}
+
+
 def execute(run: Run, index: int) -> dict:
     run.run_dir.mkdir(parents=True, exist_ok=True)
+    env = _environment(run)
     spec = {
         "variant": run.variant,
         "start": run.first.isoformat(),
@@ -174,6 +190,8 @@ def execute(run: Run, index: int) -> dict:
         "event_log": str(run.run_dir / "eventlog" / str(index)),
         "result": str(run.run_dir / f"result-{index}.json"),
     }
+    if run.variant == "baseline":
+        spec["spark_conf"] = baseline_spark_conf(env, Path(spec["event_log"]))
     spec_path = run.run_dir / f"spec-{index}.json"
     spec_path.write_text(json.dumps(spec))
     log = run.run_dir / f"output-{index}.log"
@@ -181,7 +199,7 @@ def execute(run: Run, index: int) -> dict:
     with log.open("w") as output:
         code = subprocess.call(
             [sys.executable, "-m", "backfill_platform.bench.child", str(spec_path)],
-            env=_environment(run),
+            env=env,
             stdout=output,
             stderr=subprocess.STDOUT,
         )
@@ -244,10 +262,12 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
     console.print(f"archives generated in {time.monotonic() - step:.1f} s")
 
     runs = plan(config, large, small)
-    records = []
+    records: list[dict] = []
+    partial = out / "runs" / "records.json"  # what ran so far, should a later run fail
     for index, run in enumerate(runs, start=1):
         record = execute(run, index)
         records.append(record)
+        partial.write_text(json.dumps(records, indent=2))
         console.print(
             f"[{index}/{len(runs)}] {run.variant:<8} {run.group:<7} {run.first} +{run.days}d: "
             f"{record['wall_s']:6.1f} s wall, {record['in_process_s']:6.1f} s in process, "

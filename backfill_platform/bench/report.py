@@ -70,8 +70,11 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
         }
     summary: dict[str, Any] = {
         "variants": variants,
-        "rows_equal": len({r["rows"] for r in compare}) == 1
-        and all(r["rows"] == r["expected_rows"] for r in compare),
+        "rows_equal": (
+            len({r["rows"] for r in compare}) == 1 and all(r["rows"] == r["expected_rows"] for r in compare)
+        )
+        if compare
+        else None,
     }
     daily, one_run = group["daily"], group["range"]
     if daily and one_run:
@@ -150,8 +153,9 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
             _fmt(s["spark_jobs"], 0), _fmt(s["jobs_after_events_write"], 0), _fmt(s["driver_peak_rss_mib"], 0),
             " / ".join(f"{n:,}" for n in s["rows"]),
         )  # fmt: skip
-    console.print(table)
-    console.print(f"rows equal across variants and to the generator's truth: {result['rows_equal']}")
+    if table.row_count:
+        console.print(table)
+        console.print(f"rows equal across variants and to the generator's truth: {result['rows_equal']}")
 
     ranges = Table(title=f"(d) and memory: validated backfill, {config.refresh_events_per_day:,} events/day")
     for column in ("runs", "days", "wall s", "in process s", "Spark jobs", "jobs after events write",

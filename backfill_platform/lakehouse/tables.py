@@ -55,6 +55,13 @@ def in_range(column: str, start: date | datetime, end: date | datetime) -> Colum
     return (F.col(column) >= F.lit(start)) & (F.col(column) < F.lit(end))
 
 
+def count_where(df: DataFrame, condition: Column) -> int:
+    """Rows matching `condition`, in one job over every partition at once. (`where().limit(1).count()`
+    scans a growing number of partitions in up to a dozen sequential jobs, and is usually the action
+    that first computes a cached input: the whole parse ran that way, one partition at a time.)"""
+    return int(df.agg(F.count(F.when(condition, 1)).alias("n")).first()["n"])
+
+
 def replace_range(
     df: DataFrame,
     identifier: str,
@@ -69,7 +76,7 @@ def replace_range(
     `df` must hold only rows of the range: a row outside it would survive a later replacement of its own
     range, so it is refused instead of written.
     """
-    outside = df.where(~in_range(column, start, end) | F.col(column).isNull()).limit(1).count()
+    outside = count_where(df, ~in_range(column, start, end) | F.col(column).isNull())
     if outside:
         raise ValueError(f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}")
     return _overwrite(df, identifier, in_range(column, start, end), properties, options)
@@ -91,7 +98,7 @@ def replace_days(
     if not days:
         raise ValueError(f"refusing to write {identifier}: no days to replace")
     wanted = sorted(set(days))
-    outside = df.where(~F.col(column).isin(wanted) | F.col(column).isNull()).limit(1).count()
+    outside = count_where(df, ~F.col(column).isin(wanted) | F.col(column).isNull())
     if outside:
         listed = ", ".join(d.isoformat() for d in wanted)
         raise ValueError(f"refusing to write {identifier}: rows outside the days [{listed}] on {column}")
