@@ -160,3 +160,15 @@ def views_backfill(dagster_dev) -> dict:
         tags=VIEWS_BACKFILL_TAGS,
     )
     return wait_for_backfill(dagster_dev, backfill_id)
+
+
+# --- one moto server (S3 and Kinesis on loopback) for the S3 archive and replay tests ---------------
+
+
+@pytest.fixture(scope="session")
+def moto(tmp_path_factory: pytest.TempPathFactory):
+    """moto's HTTP server on 127.0.0.1; `moto.env()` is the environment boto3 needs to reach it."""
+    from backfill_platform_tests.moto_server import moto_server
+
+    with moto_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server

@@ -1,0 +1,98 @@
+"""moto's server (S3 and Kinesis over HTTP) on a free loopback port, as a separate process.
+
+Tests talk to it exactly as a deployment talks to AWS: boto3 (and `dagster_aws`) with
+`AWS_ENDPOINT_URL` pointing at it, dummy credentials, one region. Spark's Python workers inherit the
+environment, so code running inside tasks reaches the same endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class MotoServer:
+    endpoint_url: str
+    region: str
+
+    def env(self) -> dict[str, str]:
+        """The environment a process needs to talk to this endpoint through boto3's standard chain."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": self.region,
+        }
+
+    def client(self, service: str):
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint_url,
+            region_name=self.region,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def moto_server(log_dir: Path, timeout_s: float = 60.0) -> Iterator[MotoServer]:
+    """Start `moto_server` on 127.0.0.1, wait until it answers, stop it afterwards."""
+    port = _free_port()
+    executable = Path(sys.executable).with_name("moto_server")
+    log = open(log_dir / "moto_server.log", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [str(executable), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/moto-api/", timeout=2).read()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not start; see {log_dir / 'moto_server.log'}") from None
+                time.sleep(0.1)
+        yield MotoServer(endpoint_url=url, region=REGION)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@contextmanager
+def aws_environment(server: MotoServer) -> Iterator[None]:
+    """Point boto3's standard environment at the server for the duration (restored afterwards)."""
+    saved = {name: os.environ.get(name) for name in server.env()}
+    os.environ.update(server.env())
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
