@@ -37,11 +37,21 @@ UI_PORT ?= 3000
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-# Spark binds to loopback; Dagster reads dagster.yaml at the repository root (its paths are relative
-# to the working directory, which make sets to the repository root).
+# Spark binds to loopback.
 export SPARK_LOCAL_IP := 127.0.0.1
-# A DAGSTER_HOME the user set is kept (e.g. a second lakehouse with its own run history, README).
-DAGSTER_HOME ?= $(CURDIR)
+# The Dagster instance follows the data directory. A DAGSTER_HOME the user set is kept. Otherwise, with
+# BACKFILL_PLATFORM_DATA set: <data>/dagster, whose dagster.yaml is this repository's with its storage
+# folders moved there (the same file `backfill-platform backfill` writes); without it: the repository
+# root, whose dagster.yaml keeps the storage under data/dagster (relative to make's working directory).
+ifndef DAGSTER_HOME
+ifdef BACKFILL_PLATFORM_DATA
+DAGSTER_HOME := $(abspath $(BACKFILL_PLATFORM_DATA))/dagster
+$(shell mkdir -p '$(DAGSTER_HOME)' && sed 's#base_dir: data/dagster#base_dir: $(DAGSTER_HOME)#' \
+	dagster.yaml > '$(DAGSTER_HOME)/dagster.yaml')
+else
+DAGSTER_HOME := $(CURDIR)
+endif
+endif
 export DAGSTER_HOME
 # dagster.yaml turns telemetry off, but the daemon's upload thread still creates logs/ and .logs_queue/
 # in DAGSTER_HOME (the repository root) unless this is set.

@@ -357,25 +357,49 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
     show_default=True,
     help="Dagster's console log level (failures are reported from the run's events either way).",
 )
-def backfill(dataset: str, start, end, reason, ticket, dry_run: bool, policy: str, log_level: str) -> None:
+@click.option(
+    "--instance",
+    "instance_url",
+    default=None,
+    metavar="URL",
+    help="Submit to the Dagster webserver at URL (e.g. http://127.0.0.1:3000) as a backfill and wait.",
+)
+def backfill(
+    dataset: str,
+    start,
+    end,
+    reason,
+    ticket,
+    dry_run: bool,
+    policy: str,
+    log_level: str,
+    instance_url: str | None,
+) -> None:
     """Re-derive [--start, --end): events → active shadow → checks → production, in one Dagster run.
 
     The run is the code location's asset job, executed in this process and recorded in the Dagster
-    instance of DAGSTER_HOME (visible in the UI), tagged with the reason, ticket and promotion
-    policy. Ends with the per-day report from the ledger and, per failed day, the check and its
-    numbers (read from the run's check evaluations). Exits 1 when any day failed a blocking check or
-    was held back.
+    instance of DAGSTER_HOME (without it: <BACKFILL_PLATFORM_DATA>/dagster; visible in the UI), tagged
+    with the reason, ticket and promotion policy; progress shows its steps. With --instance URL it is
+    submitted to that running webserver instead (a Dagster backfill its daemon runs, as the UI
+    launches it) and followed until it ends. Either way it ends with the per-day report from the
+    ledger and, per failed day, the check and its numbers (read from the run's check evaluations).
+    Exits 1 when any day failed a blocking check or was held back.
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
     """
     from backfill_platform.operations.backfill import (
         POLICIES,
         BackfillRequest,
+        backfill_update,
         instance_from_env,
         problem_lines,
+        progress_display,
         report_table,
         run_backfill,
+        step_update,
+        submit_backfill,
     )
+    from backfill_platform.operations.submit import SubmitError
     from backfill_platform.specs.loader import load_specs
 
     _quiet_dagster()
@@ -387,9 +411,17 @@ def backfill(dataset: str, start, end, reason, ticket, dry_run: bool, policy: st
     )
     console = _console()
     what = "events → shadow → checks" + ("" if dry_run else " → production")
-    running = console.status(f"{dataset} {first}…{after} (exclusive): {what}, one run")
-    with instance_from_env() as instance, _refusals(), running:
-        outcome = run_backfill(request, instance)
+    title = f"{dataset} {first}…{after} (exclusive): {what}"
+    if instance_url:
+        with _refusals(), progress_display(console, f"{title}, backfill at {instance_url}") as update:
+            try:
+                outcome = submit_backfill(request, instance_url, on_progress=backfill_update(update))
+            except SubmitError as error:
+                raise click.ClickException(str(error)) from None
+    else:
+        running = progress_display(console, f"{title}, one run")
+        with instance_from_env() as instance, _refusals(), running as update:
+            outcome = run_backfill(request, instance, on_step=step_update(update))
     console.print(report_table(outcome))
     for line in problem_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -475,6 +507,110 @@ def sweep_command(dataset: str, start, end) -> None:
     for command in result.commands():
         console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(1)
+
+
+@main.command("replay")
+@click.option("--stream", required=True, help="Stream whose validated events are replayed.")
+@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
+@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+@click.option(
+    "--to-kinesis", "target", required=True, help="Backfill Kinesis stream (declared in the stream spec)."
+)
+@click.option(
+    "--max-records-per-second",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="Rate cap; the target's shard limits (1,000 records and 1 MiB per second each) apply too.",
+)
+@click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Checkpoint file [data/replay/<stream>/<target>_<start>_<end>.json].",
+)
+def replay_command(stream: str, start, end, target: str, max_records_per_second: int, checkpoint) -> None:
+    """Republish the validated events of [--start, --end) to a separate Kinesis backfill stream.
+
+    Reads the stream's events table (deduplicated, upcast to the latest schema) through PyIceberg, in
+    (event_time, event_id) order from one pinned snapshot, and sends each event as one JSON object with
+    its event id as partition key, in PutRecords batches within Kinesis's limits. Refuses the stream's
+    live Kinesis stream and any stream not in its spec's backfill_kinesis_streams. The checkpoint is
+    rewritten after every acknowledged batch: run the same command again to resume after the last one
+    (at least once; a killed replay re-sends at most one batch, so consumers dedupe by event id).
+
+    --end is exclusive, as for `backfill`: --start 2026-10-01 --end 2026-10-03 replays two days.
+    """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from backfill_platform.operations.ledger_view import open_catalog
+    from backfill_platform.replay.kinesis import KinesisResource, ReplayError
+    from backfill_platform.replay.runner import ReplayRequest, run_replay
+    from backfill_platform.specs.loader import load_specs
+
+    _quiet_dagster()
+    first, after = _range(start, end)
+    streams = load_specs().streams
+    if stream not in streams:
+        raise click.BadParameter(
+            f"unknown stream {stream!r}; known: {sorted(streams)}", param_hint="--stream"
+        )
+    request = ReplayRequest(streams[stream], first, after, target, max_records_per_second, checkpoint)
+    console = _console()
+    progress = Progress(
+        TextColumn(f"{stream} → {target}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:,.0f} records/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    began: list[float] = []
+
+    def started(state) -> None:
+        import time
+
+        began.append(time.monotonic())
+        began.append(state.delivered)
+        if state.delivered:
+            console.print(
+                f"resuming after {state.delivered:,} acknowledged events ({request.checkpoint_path})"
+            )
+        progress.add_task("replay", total=state.total, completed=state.delivered, rate=0.0)
+
+    def advanced(state, _batch: int) -> None:
+        import time
+
+        elapsed = time.monotonic() - began[0]
+        rate = (state.delivered - began[1]) / elapsed if elapsed else 0.0
+        progress.update(progress.task_ids[0], completed=state.delivered, rate=rate)
+
+    try:
+        with _refusals(), progress:
+            result = run_replay(request, KinesisResource().get_client(), open_catalog(), started, advanced)
+    except ReplayError as error:
+        raise click.ClickException(str(error)) from error
+    state = result.checkpoint
+    if result.already_done:
+        console.print(
+            f"already complete: {state.delivered:,} events of {stream} [{state.start}, {state.end}) were "
+            f"delivered to {target} (checkpoint {request.checkpoint_path}; delete it to replay again)"
+        )
+        return
+    console.print(
+        f"replayed {state.delivered:,} events of {stream} [{state.start}, {state.end}) (exclusive) to "
+        f"{target}: {result.sent:,} sent by this run in {result.seconds:.1f} s "
+        f"({result.records_per_second:,.0f} records/s, {result.shards} shard(s), {result.calls} PutRecords "
+        f"calls, {result.retried_records} records retried); checkpoint {request.checkpoint_path}"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from backfill_platform.events.assets import build_events_asset
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 from backfill_platform.promotion.assets import build_production_asset
 from backfill_platform.promotion.jobs import revert_promotion_job
+from backfill_platform.replay.job import replay_to_kinesis_job
 from backfill_platform.runs.executor import fenced_in_process_executor
 from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.specs.dataset import DatasetSpec
@@ -28,7 +29,7 @@ def platform_definitions() -> Definitions:
     """What every stream and dataset runs on: resources of the current tier, executor, sensor, jobs."""
     catalog = catalog_from_env()
     return Definitions(
-        jobs=[revert_promotion_job],
+        jobs=[revert_promotion_job, replay_to_kinesis_job],
         sensors=[automation_sensor()],
         resources={"catalog": catalog, "spark": spark_from_env(catalog)},
         # Spark steps share the run's session: one JVM per run, not one per step. The executor also

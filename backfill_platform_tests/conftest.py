@@ -122,10 +122,18 @@ def dagster_dev_specs(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFa
     A test module that needs another stream or dataset in the UI adds it here; the webserver reads
     its specs once, at start.
     """
-    from backfill_platform_tests.dagster_dev import GAP_DATASET, GAP_HOUR, GAP_STREAM, write_stream_copy
+    from backfill_platform_tests.dagster_dev import (
+        GAP_DATASET,
+        GAP_HOUR,
+        GAP_STREAM,
+        SUBMIT_DATASET,
+        SUBMIT_STREAM,
+        write_stream_copy,
+    )
 
     folder = tmp_path_factory.mktemp("dagster_dev_specs")
     write_stream_copy(folder, data_dir, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR])
+    write_stream_copy(folder, data_dir, SUBMIT_STREAM, SUBMIT_DATASET, drop_hours=[])
     return folder
 
 

@@ -5,12 +5,14 @@ fixture in conftest.py), with its own Dagster instance, the session's data direc
 folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides the demo's:
 `playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted, and the
 dataset `views_gap_ui` on it. (Not `playback_gap`: test_completeness.py uses that name, in the same
-catalog and data directory.)
+catalog and data directory.) `playback_submit_ui`/`views_submit_ui`: a whole copy, which
+test_cli_instance.py backfills through `backfill-platform backfill --instance`.
+
+The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/operations/submit.py`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -18,8 +20,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +29,8 @@ import pytest
 import yaml
 
 from backfill_platform import settings
+from backfill_platform.operations import submit
+from backfill_platform.operations.submit import GraphQLClient, SubmitError
 from backfill_platform.specs.loader import builtin_spec_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +45,15 @@ POLL_SECONDS = 3
 GAP_STREAM = "playback_gap_ui"
 GAP_DATASET = "views_gap_ui"
 GAP_HOUR = ("2026", "10", "03", "05")
+# The GraphQL the UI tests use, from the platform's client (one copy).
+CHECK_EXECUTIONS_QUERY = submit.CHECK_EXECUTIONS_QUERY
+METADATA_ENTRIES = submit.METADATA_ENTRIES
+asset_statuses = submit.asset_statuses
+metadata_values = submit.metadata_values
+
+# A whole copy of the playback archive for `backfill --instance` (test_cli_instance.py).
+SUBMIT_STREAM = "playback_submit_ui"
+SUBMIT_DATASET = "views_submit_ui"
 
 # The session's one successful backfill (the `views_backfill` fixture), shared by the GraphQL tests.
 VIEWS_BACKFILL_DAYS = ["2026-10-02", "2026-10-03", "2026-10-04"]
@@ -52,102 +63,6 @@ VIEWS_BACKFILL_ASSETS = [
     ["prod", "views_per_title_production"],
 ]
 VIEWS_BACKFILL_TAGS = {"backfill_platform/reason": "graphql test", "backfill_platform/ticket": "T-1"}
-
-TERMINAL_BACKFILL_STATUSES = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
-
-WORKSPACE_QUERY = """
-query Workspace {
-  workspaceOrError {
-    __typename
-    ... on Workspace {
-      locationEntries {
-        name
-        loadStatus
-        locationOrLoadError {
-          __typename
-          ... on PythonError { message stack }
-        }
-      }
-    }
-    ... on PythonError { message stack }
-  }
-}
-"""
-
-LAUNCH_MUTATION = """
-mutation Launch($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId launchedRunIds }
-    ... on Error { message }
-    ... on PythonError { stack }
-  }
-}
-"""
-
-BACKFILL_QUERY = """
-query Backfill($backfillId: String!) {
-  partitionBackfillOrError(backfillId: $backfillId) {
-    __typename
-    ... on PartitionBackfill {
-      id
-      status
-      isAssetBackfill
-      title
-      partitionNames
-      error { message stack }
-      runs {
-        runId
-        status
-        tags { key value }
-      }
-      assetBackfillData {
-        assetBackfillStatuses {
-          __typename
-          ... on AssetPartitionsStatusCounts {
-            assetKey { path }
-            numPartitionsTargeted
-            numPartitionsInProgress
-            numPartitionsMaterialized
-            numPartitionsFailed
-          }
-        }
-      }
-    }
-    ... on Error { message }
-    ... on PythonError { stack }
-  }
-}
-"""
-
-METADATA_ENTRIES = """
-metadataEntries {
-  __typename
-  label
-  ... on IntMetadataEntry { intRepr }
-  ... on FloatMetadataEntry { floatValue }
-  ... on TextMetadataEntry { text }
-  ... on BoolMetadataEntry { boolValue }
-  ... on MarkdownMetadataEntry { mdStr }
-  ... on JsonMetadataEntry { jsonString }
-}
-"""
-
-CHECK_EXECUTIONS_QUERY = f"""
-query CheckExecutions($assetKey: AssetKeyInput!, $checkName: String!, $partition: String, $limit: Int!) {{
-  assetCheckExecutions(assetKey: $assetKey, checkName: $checkName, partition: $partition, limit: $limit) {{
-    runId
-    status
-    partition
-    evaluation {{
-      success
-      partition
-      severity
-      {METADATA_ENTRIES}
-    }}
-  }}
-}}
-"""
 
 MATERIALIZATIONS_QUERY = f"""
 query Materializations($assetKey: AssetKeyInput!, $partitions: [String!]) {{
@@ -176,18 +91,16 @@ class DagsterDev:
     def graphql_url(self) -> str:
         return f"{self.base_url}/graphql"
 
+    @property
+    def client(self) -> GraphQLClient:
+        return GraphQLClient(self.base_url)
+
     def log_tail(self, chars: int = 6000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else "(no log)"
 
     def graphql(self, query: str, variables: dict | None = None, timeout: float = 30) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            self.graphql_url, data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            payload = json.loads(response.read())
-        assert not payload.get("errors"), payload["errors"]
-        return payload["data"]
+        """The answer's `data`; a GraphQL or transport error raises `SubmitError`."""
+        return self.client.query(query, variables, timeout=timeout)
 
     def assert_running(self) -> None:
         if self.process.poll() is not None:
@@ -223,17 +136,15 @@ def wait_until_loaded(dev: DagsterDev) -> None:
     while time.monotonic() < deadline:
         dev.assert_running()
         try:
-            workspace = dev.graphql(WORKSPACE_QUERY, timeout=10)["workspaceOrError"]
-        except (urllib.error.URLError, ConnectionError, TimeoutError, AssertionError) as error:
-            last = repr(error)
+            loaded, errors = submit.workspace_problems(GraphQLClient(dev.base_url, timeout=10))
+        except SubmitError as error:
+            last = str(error)
         else:
-            entries = workspace.get("locationEntries") or []
-            last = json.dumps(workspace)[:2000]
-            if entries and all(e["loadStatus"] == "LOADED" for e in entries):
-                errors = [e for e in entries if e["locationOrLoadError"]["__typename"] == "PythonError"]
-                if errors:
-                    pytest.fail(f"code location failed to load: {errors}\n{dev.log_tail()}")
+            if errors:
+                pytest.fail(f"code location failed to load: {errors}\n{dev.log_tail()}")
+            if loaded:
                 return
+            last = "code locations still loading"
         time.sleep(1)
     pytest.fail(f"dagster dev not ready after {STARTUP_TIMEOUT_SECONDS}s ({last}):\n{dev.log_tail()}")
 
@@ -308,62 +219,24 @@ def launch_backfill(
     title: str,
     tags: dict[str, str] | None = None,
 ) -> str:
-    params = {
-        "assetSelection": [{"path": path} for path in asset_paths],
-        "partitionNames": days,
-        "tags": [{"key": k, "value": v} for k, v in (tags or {}).items()],
-        "title": title,
-    }
-    launched = dev.graphql(LAUNCH_MUTATION, {"params": params})["launchPartitionBackfill"]
-    assert launched["__typename"] == "LaunchBackfillSuccess", launched
-    return launched["backfillId"]
+    return submit.launch_backfill(dev.client, asset_paths, days, title, tags)
 
 
 def wait_for_backfill(dev: DagsterDev, backfill_id: str) -> dict:
     """Poll `partitionBackfillOrError` until the daemon marks the backfill done; return it."""
-    deadline = time.monotonic() + BACKFILL_TIMEOUT_SECONDS
-    backfill: dict = {}
-    while time.monotonic() < deadline:
-        backfill = dev.graphql(BACKFILL_QUERY, {"backfillId": backfill_id})["partitionBackfillOrError"]
-        assert backfill["__typename"] == "PartitionBackfill", backfill
-        if backfill["status"] in TERMINAL_BACKFILL_STATUSES:
-            return backfill
-        dev.assert_running()
-        time.sleep(POLL_SECONDS)
-    pytest.fail(
-        f"backfill {backfill_id} not done after {BACKFILL_TIMEOUT_SECONDS}s: {backfill}\n{dev.log_tail()}"
-    )
-
-
-def asset_statuses(backfill: dict) -> dict[str, dict]:
-    """'raw/playback_events' -> that asset's partition counts in the backfill."""
-    return {
-        "/".join(s["assetKey"]["path"]): s
-        for s in backfill["assetBackfillData"]["assetBackfillStatuses"]
-        if s["__typename"] == "AssetPartitionsStatusCounts"
-    }
+    try:
+        return submit.wait_for_backfill(
+            dev.client,
+            backfill_id,
+            timeout=BACKFILL_TIMEOUT_SECONDS,
+            poll=POLL_SECONDS,
+            on_poll=lambda _: dev.assert_running(),
+        )
+    except TimeoutError as error:
+        pytest.fail(f"{error}\n{dev.log_tail()}")
 
 
 # --- what the UI reads about checks and materializations -----------------------------------------------
-
-
-def metadata_values(entries: list[dict]) -> dict:
-    """Label -> plain value (ints as int) of GraphQL metadata entries."""
-    values = {}
-    for entry in entries:
-        kind = entry["__typename"]
-        if kind == "IntMetadataEntry":
-            values[entry["label"]] = int(entry["intRepr"])
-        else:
-            field = {
-                "FloatMetadataEntry": "floatValue",
-                "TextMetadataEntry": "text",
-                "BoolMetadataEntry": "boolValue",
-                "MarkdownMetadataEntry": "mdStr",
-                "JsonMetadataEntry": "jsonString",
-            }.get(kind)
-            values[entry["label"]] = entry.get(field) if field else kind
-    return values
 
 
 def check_executions(

@@ -71,7 +71,9 @@ def moto_server(log_dir: Path, timeout_s: float = 60.0) -> Iterator[MotoServer]:
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start; see {log_dir / 'moto_server.log'}") from None
+                    raise RuntimeError(
+                        f"moto_server did not start; see {log_dir / 'moto_server.log'}"
+                    ) from None
                 time.sleep(0.1)
         yield MotoServer(endpoint_url=url, region=REGION)
     finally:

@@ -36,7 +36,12 @@ def build_archive_asset(spec: StreamSpec) -> AssetsDefinition:
             f"Raw `{spec.name}` archive as delivered: {spec.archive.format} files "
             f"({spec.archive.compression}) in hourly ingestion folders `{spec.archive.layout}` under "
             f"`{spec.archive.location}`. Immutable input. An observation records each hour's manifest; its "
-            "data version changes when a file is added or replaced, which makes the affected event days stale."
+            "data version changes when a file is added or replaced, which makes the affected event days stale"
+            + (
+                " (objects' keys, sizes and ETags)."
+                if spec.archive.s3 is not None
+                else " (files' names, sizes and modification times)."
+            )
         ),
         metadata={"layout": spec.archive.layout, "location": spec.archive.location},
         automation_condition=archive_observation_condition(spec),

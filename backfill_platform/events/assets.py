@@ -20,6 +20,7 @@ from backfill_platform.automation.conditions import events_condition
 from backfill_platform.automation.mapping import ArchiveReadWindowMapping
 from backfill_platform.events.checks import (
     CHECK_DESCRIPTIONS,
+    REQUIRED_COLUMNS,
     SETTLED,
     quarantine_ratio_check,
     reconciliation_check,
@@ -41,7 +42,7 @@ from backfill_platform.ledger.ledger import record_ingestions
 from backfill_platform.partitions import backfill_policy, event_partitions
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
-from backfill_platform.validation.checksums import day_fingerprints
+from backfill_platform.validation.checksums import day_fingerprints_and_nulls
 from backfill_platform.validation.markdown import markdown_table
 from backfill_platform.validation.verdicts import PER_DAY, day_outcomes, failed_days, promotion_policy
 
@@ -113,12 +114,15 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
         written = session.sql(
             f"SELECT * FROM {events_table(session, spec)} VERSION AS OF {result.events_snapshot_id}"
         ).where(in_range("event_time", window.start, window.end))
-        fingerprints = day_fingerprints(written, F.to_date("event_time"), days)
+        # One pass: each day's fingerprint, and the null counts the schema check needs.
+        fingerprints, nulls = day_fingerprints_and_nulls(
+            written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
+        )
         rows_by_day = {day: rows for day, (rows, _) in fingerprints.items()}
         verdicts = [
             *reconciliation_check(session, spec, result, rows_by_day, window.start, window.end),
             *quarantine_ratio_check(spec, result),
-            *schema_check(spec, written, days),
+            *schema_check(spec, written, days, nulls),
             *records_present_check(spec, result),
             *settled_check(spec, completeness(spec, result.files, result.partitions, settings.now())),
         ]

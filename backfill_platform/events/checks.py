@@ -128,20 +128,26 @@ def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[Da
     return verdicts
 
 
-def schema_check(spec: StreamSpec, df: DataFrame, days: list[str]) -> list[DayVerdict]:
+REQUIRED_COLUMNS = (
+    "event_id",
+    "event_time",
+    "_schema_version",
+    "_source_file",
+    "_line_number",
+    "_ingestion_time",
+)
+
+
+def schema_check(
+    spec: StreamSpec, df: DataFrame, days: list[str], null_counts: dict[str, int] | None = None
+) -> list[DayVerdict]:
     """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null.
 
     pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
+    `null_counts` (rows where each required column is null) may come from a pass the caller runs anyway.
     """
-    required = {
-        "event_id",
-        "event_time",
-        "_schema_version",
-        "_source_file",
-        "_line_number",
-        "_ingestion_time",
-    }
-    outcome = validate_schema(df, pandera_schema(spec.events_table, events_columns(spec), required))
+    schema = pandera_schema(spec.events_table, events_columns(spec), set(REQUIRED_COLUMNS))
+    outcome = validate_schema(df, schema, null_counts)
     metadata = {
         "errors": MetadataValue.json(outcome.errors),
         "null_violations": MetadataValue.json(outcome.null_violations),

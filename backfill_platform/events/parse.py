@@ -57,7 +57,8 @@ _BATCH_BYTES = 16 << 20
 def read_lines(spark: SparkSession, files: list[ArchiveFile], max_line_bytes: int = 1 << 20) -> DataFrame:
     """One row per line of each file, with the file's name, the 1-based line number and ingestion hour.
 
-    Files are streamed line by line on the executors (`archive.listing.iter_lines`): memory is bounded by
+    Files are streamed line by line on the executors (`archive.listing.iter_lines`), local files by path
+    and `s3://` objects fetched by the tasks themselves with boto3 (`archive.s3`); memory is bounded by
     `max_line_bytes` and a batch, whatever the file size; compression is recognised by content (a gzip
     file named `.jsonl` or a plain one named `.gz` are both read); a truncated or corrupt gzip file
     yields its intact lines and one `unreadable_file` record instead of failing the run; a line that is
@@ -73,25 +74,28 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile], max_line_bytes: in
     paths = spark.sparkContext.parallelize(
         [(i, f.path) for i, f in enumerate(files)], min(len(files), 4 * spark.sparkContext.defaultParallelism)
     ).toDF("_file int, _path string")
-    lines = paths.mapInArrow(_arrow_reader(max_line_bytes), _READ_SCHEMA)
+    readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
+    lines = paths.mapInArrow(_arrow_reader(max_line_bytes, readers), _READ_SCHEMA)
     return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA))
 
 
-def _arrow_reader(max_line_bytes: int):
+def _arrow_reader(max_line_bytes: int, readers: dict | None = None):
+    readers = readers or {}
+
     def read(batches):
         for batch in batches:
             for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-                yield from _file_batches(index, path, max_line_bytes)
+                yield from _file_batches(index, path, max_line_bytes, readers.get(index))
 
     return read
 
 
-def _file_batches(index: int, path: str, max_line_bytes: int):
+def _file_batches(index: int, path: str, max_line_bytes: int, reader=None):
     import pyarrow as pa
 
     columns: list[list] = [[], [], [], [], []]
     size = 0
-    for record in iter_lines(path, max_line_bytes):
+    for record in iter_lines(path, max_line_bytes, reader):
         for column, value in zip(columns, record, strict=True):
             column.append(value)
         size += len(record[1]) + len(record[2] or b"")
@@ -293,6 +297,12 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
                 F.lit(first),
             ),
         )
+        # The raw line is kept only where it will be quarantined; the others carry its hash, which is
+        # all deduplication compares. (A losing copy that turns out to conflict is quarantined with
+        # its line read again: `ingest.with_conflicting_lines`.) This keeps the text out of the caches
+        # and the shuffle that groups copies.
+        .withColumn("_line_hash", F.xxhash64("line"))
+        .withColumn("line", F.when(reason_col.isNotNull(), F.col("line")))
         .drop("_r", "_defect", "_defect_detail")
     )
 
@@ -329,7 +339,7 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
                     h_us.alias("h"),
                     F.col("_source_file").alias("file"),
                     F.col("_line_number").alias("n"),
-                    F.xxhash64("line").alias("hash"),
+                    F.col("_line_hash").alias("hash"),
                 ),
             ),
         )

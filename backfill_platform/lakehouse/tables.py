@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from backfill_platform.lakehouse import snapshots
 from backfill_platform.lakehouse.schema import evolve_table
 from backfill_platform.specs.common import check_catalog_name, check_identifier
 
@@ -126,28 +127,23 @@ def _overwrite(
 
 def snapshot_of_write(spark: SparkSession, identifier: str, write_id: str) -> int:
     """The snapshot a write created (not whatever `main` points to by now: others may have committed)."""
-    rows = spark.sql(
-        f"SELECT snapshot_id FROM {identifier}.snapshots WHERE summary['{WRITE_ID}'] = '{write_id}'"
-    ).collect()
-    if len(rows) != 1:
+    found = snapshots.find_snapshot(spark, identifier, WRITE_ID, write_id)
+    if len(found) != 1:
         raise RuntimeError(
-            f"{identifier}: expected one snapshot with {WRITE_ID}={write_id}, found {len(rows)}"
+            f"{identifier}: expected one snapshot with {WRITE_ID}={write_id}, found {len(found)}"
         )
-    return rows[0][0]
+    return found[0]["snapshot_id"]
 
 
 def current_snapshot_id(spark: SparkSession, identifier: str) -> int | None:
-    rows = spark.sql(f"SELECT snapshot_id FROM {identifier}.refs WHERE name = 'main'").collect()
-    return rows[0][0] if rows else None
+    return snapshots.current_snapshot_id(spark, identifier)
 
 
 def snapshot_summary(spark: SparkSession, identifier: str, snapshot_id: int) -> dict[str, str]:
-    rows = spark.sql(
-        f"SELECT summary, parent_id FROM {identifier}.snapshots WHERE snapshot_id = {int(snapshot_id)}"
-    ).collect()
-    if not rows:
+    details = snapshots.snapshot_details(spark, identifier, snapshot_id)
+    if details is None:
         raise ValueError(f"{identifier} has no snapshot {snapshot_id}")
-    return {**rows[0]["summary"], "parent-id": str(rows[0]["parent_id"])}
+    return {**details["summary"], "parent-id": str(details["parent_id"])}
 
 
 def table_exists(spark: SparkSession, identifier: str) -> bool:

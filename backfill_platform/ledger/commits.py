@@ -14,6 +14,7 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
+from backfill_platform.lakehouse.snapshots import main_lineage
 from backfill_platform.partitions import days_between
 
 ACTION = "backfill_platform.action"
@@ -36,12 +37,7 @@ REASON = "reason"
 
 def production_commits(spark: SparkSession, identifier: str) -> list[dict]:
     """Snapshots of the main branch, oldest first, with their summaries and commit times."""
-    rows = spark.sql(
-        f"SELECT s.snapshot_id, s.parent_id, s.committed_at, s.summary FROM {identifier}.snapshots s "
-        f"JOIN {identifier}.history h ON s.snapshot_id = h.snapshot_id "
-        "WHERE h.is_current_ancestor ORDER BY s.committed_at, s.snapshot_id"
-    ).collect()
-    return [row.asDict() for row in rows]
+    return main_lineage(spark, identifier)
 
 
 def commit_days(summary: dict[str, str]) -> list[date] | None:

@@ -4,21 +4,37 @@ The run executes the code location's asset job (`backfill_platform.definitions`)
 the location's own executor (worker tag, catalog writer lock, pool waits), recorded in the Dagster
 instance of `DAGSTER_HOME` — the same run the UI shows, with the same tags a UI backfill would carry.
 What happened is then read back, never parsed from log text: each failed check and day from the run's
-`AssetCheckEvaluation`s, each day's figures and promotion from the ledger.
+`AssetCheckEvaluation`s, each day's figures and promotion from the ledger. Progress: a watcher thread
+reads the run's step events from the instance as they are stored (`StepWatcher`).
+
+`submit_backfill` sends the same request to a running webserver instead (`--instance URL`, through
+`operations/submit.py`) and reads the same report back over GraphQL.
+
+Without DAGSTER_HOME, the instance is `<BACKFILL_PLATFORM_DATA>/dagster` (`data_dagster_home`), so a
+second data directory has its own run history.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
-from dagster import AssetKey, DagsterEventType, DagsterInstance
+from dagster import AssetKey, DagsterEventType, DagsterInstance, RunsFilter
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.execution.api import execute_job
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TimeElapsedColumn
 from rich.table import Table
 
+from backfill_platform import settings
 from backfill_platform.events.assets import events_key
+from backfill_platform.operations import submit
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.ledger_view import (
     Row,
@@ -39,6 +55,10 @@ from backfill_platform.validation.verdicts import ALL_OR_NOTHING, PER_DAY, PROMO
 
 DEFINITIONS_MODULE = "backfill_platform.definitions"
 POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
+# The repository's dagster.yaml: its storage folders (`base_dir: data/dagster...`) are relative to the
+# working directory; `data_dagster_home` writes a copy with them under the data directory.
+REPO_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
+REPO_STORAGE = "base_dir: data/dagster"
 
 
 @dataclass(frozen=True)
@@ -85,17 +105,19 @@ class DayProblem:
 @dataclass
 class BackfillOutcome:
     request: BackfillRequest
-    run_id: str
+    run_id: str  # the run (in process), or the backfill's id when submitted
     success: bool
     problems: list[DayProblem]
     step_failures: list[str]
     validations: dict[date, Row] = field(default_factory=dict)  # latest ledger row of the version
     ingestions: dict[date, Row] = field(default_factory=dict)  # latest events figures
     production: dict[date, Row] = field(default_factory=dict)  # what production holds now
+    run_ids: tuple[str, ...] = ()  # every run of a submitted backfill; () means (run_id,)
+    backfill_id: str | None = None  # set when submitted to a webserver
 
     def promoted_by_this_run(self, day: date) -> bool:
         row = self.production.get(day)
-        return bool(row and row.get("promotion_run_id") == self.run_id)
+        return bool(row and row.get("promotion_run_id") in (self.run_ids or (self.run_id,)))
 
     @property
     def held_back(self) -> list[date]:
@@ -110,12 +132,116 @@ class BackfillOutcome:
         return self.success and not blocking and not self.held_back
 
 
+def data_dagster_home(data: Path | None = None) -> Path:
+    """`<data>/dagster` as a DAGSTER_HOME: the repository's dagster.yaml with its storage folders moved
+    there (absolute). `make` writes the same file (Makefile, DAGSTER_HOME). For the default data
+    directory `./data` the storage is `./data/dagster`, where the repository's dagster.yaml puts it."""
+    home = (data or settings.data_dir()).resolve() / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    if REPO_DAGSTER_YAML.exists():
+        text = REPO_DAGSTER_YAML.read_text().replace(REPO_STORAGE, f"base_dir: {home}")
+    else:  # an installed package without the repository: storage only, Dagster's defaults otherwise
+        text = f"storage:\n  sqlite:\n    base_dir: {home}\ntelemetry:\n  enabled: false\n"
+    target = home / "dagster.yaml"
+    if not target.exists() or target.read_text() != text:
+        scratch = home / f".dagster.yaml.{os.getpid()}"
+        scratch.write_text(text)
+        scratch.replace(target)
+    return home
+
+
 def instance_from_env() -> DagsterInstance:
-    """The instance of DAGSTER_HOME (the run shows in the UI), or an ephemeral one without it."""
-    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+    """The instance of DAGSTER_HOME (the run shows in the UI); without it, `<data>/dagster`'s."""
+    if os.environ.get("DAGSTER_HOME"):
+        return DagsterInstance.get()
+    return DagsterInstance.from_config(str(data_dagster_home()))
 
 
-def run_backfill(request: BackfillRequest, instance: DagsterInstance) -> BackfillOutcome:
+@dataclass(frozen=True)
+class StepProgress:
+    """What the run did so far: steps ended of all it will execute, and the one(s) running."""
+
+    run_id: str
+    total: int
+    done: int
+    running: tuple[str, ...]
+    event: str = ""  # `<step> succeeded` etc. for the newest step event, for non-terminal output
+
+
+STEP_EVENTS = {
+    DagsterEventType.STEP_START: "started",
+    DagsterEventType.STEP_SUCCESS: "succeeded",
+    DagsterEventType.STEP_FAILURE: "failed",
+    DagsterEventType.STEP_SKIPPED: "skipped",
+}
+
+
+class StepWatcher(threading.Thread):
+    """Polls the instance for the run this process starts (found by its tags, created after the watcher)
+    and its step events; calls `on_step` on every change. Display only: any error is swallowed."""
+
+    def __init__(self, instance: DagsterInstance, tags: dict[str, str], on_step, poll: float = 0.5):
+        super().__init__(daemon=True, name="backfill-steps")
+        self.instance, self.tags, self.on_step, self.poll = instance, tags, on_step, poll
+        self.since = datetime.now(UTC) - timedelta(seconds=1)
+        self.stopped = threading.Event()
+        self.run_id: str | None = None
+        self.total = 0
+        self.cursor: str | None = None
+        self.done: set[str] = set()
+        self.running: dict[str, None] = {}
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.poll):
+            self._safe_poll()
+        self._safe_poll()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=10)
+
+    def _safe_poll(self) -> None:
+        with suppress(Exception):  # progress must never break the backfill
+            self._poll()
+
+    def _poll(self) -> None:
+        if self.run_id is None:
+            runs = self.instance.get_runs(RunsFilter(tags=self.tags, created_after=self.since), limit=1)
+            if not runs:
+                return
+            run = runs[0]
+            self.run_id = run.run_id
+            plan = self.instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+            self.total = len(plan.step_keys_to_execute or [s.key for s in plan.steps])
+            self.on_step(StepProgress(self.run_id, self.total, 0, ()))
+        records = self.instance.get_records_for_run(
+            self.run_id, cursor=self.cursor, of_type=set(STEP_EVENTS), limit=1000
+        )
+        self.cursor = records.cursor or self.cursor
+        for record in records.records:
+            event = record.event_log_entry.dagster_event
+            what = STEP_EVENTS[event.event_type]
+            if what == "started":
+                self.running[event.step_key] = None
+            else:
+                self.running.pop(event.step_key, None)
+                self.done.add(event.step_key)
+            self.on_step(
+                StepProgress(
+                    self.run_id,
+                    max(self.total, len(self.done)),
+                    len(self.done),
+                    tuple(self.running),
+                    f"{event.step_key} {what}",
+                )
+            )
+
+
+def run_backfill(
+    request: BackfillRequest,
+    instance: DagsterInstance,
+    on_step: Callable[[StepProgress], None] | None = None,
+) -> BackfillOutcome:
     """Run the request's assets for its range as one run of the location's asset job; read it back."""
     if not request.days:
         raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
@@ -125,14 +251,21 @@ def run_backfill(request: BackfillRequest, instance: DagsterInstance) -> Backfil
     if job is None:
         raise ValueError(f"no asset job holds {', '.join(k.to_user_string() for k in keys)}")
     run_config = {"loggers": {"console": {"config": {"log_level": request.log_level}}}}
-    with execute_job(
-        repository.get_reconstructable_job(job.name),
-        instance=instance,
-        run_config=run_config,
-        tags=request.tags(),
-        asset_selection=keys,
-    ) as result:
-        run_id, success = result.run_id, result.success
+    watcher = StepWatcher(instance, request.tags(), on_step) if on_step else None
+    if watcher:
+        watcher.start()
+    try:
+        with execute_job(
+            repository.get_reconstructable_job(job.name),
+            instance=instance,
+            run_config=run_config,
+            tags=request.tags(),
+            asset_selection=keys,
+        ) as result:
+            run_id, success = result.run_id, result.success
+    finally:
+        if watcher:
+            watcher.stop()
     return read_back(request, instance, run_id, success)
 
 
@@ -140,6 +273,7 @@ def read_back(
     request: BackfillRequest, instance: DagsterInstance, run_id: str, success: bool
 ) -> BackfillOutcome:
     """The run's failed checks (from its event log) and each day's ledger rows (through PyIceberg)."""
+    bucket = request.dataset.bucket
     problems = []
     for record in instance.get_records_for_run(
         run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION, limit=100_000
@@ -153,7 +287,7 @@ def read_back(
                 day=evaluation.partition or "-",
                 asset=evaluation.asset_key.to_user_string(),
                 check=evaluation.check_name,
-                detail=describe(evaluation.check_name, metadata),
+                detail=describe(evaluation.check_name, metadata, bucket=bucket),
                 blocking=evaluation.severity.value == "ERROR",
             )
         )
@@ -161,6 +295,19 @@ def read_back(
         record.event_log_entry.dagster_event.step_key + ": " + _failure_text(record)
         for record in instance.get_records_for_run(run_id, of_type=DagsterEventType.STEP_FAILURE).records
     ]
+    return with_ledger(request, run_id, success, problems, failures)
+
+
+def with_ledger(
+    request: BackfillRequest,
+    run_id: str,
+    success: bool,
+    problems: list[DayProblem],
+    failures: list[str],
+    run_ids: tuple[str, ...] = (),
+    backfill_id: str | None = None,
+) -> BackfillOutcome:
+    """The outcome of a run (or a backfill's runs) with each day's ledger rows, through PyIceberg."""
     catalog, days = open_catalog(), set(request.days)
     dataset, version = request.dataset, request.dataset.active_version
     rows = ledger_rows(catalog, dataset.name)
@@ -176,6 +323,8 @@ def read_back(
             d: r for d, r in latest(ingestion_rows(catalog, request.stream.name)).items() if d in days
         },
         production={d: r for d, r in in_production(rows).items() if d in days},
+        run_ids=run_ids,
+        backfill_id=backfill_id,
     )
 
 
@@ -190,13 +339,134 @@ def _failure_text(record) -> str:
     return message.splitlines()[0][:400] if message else "failed"
 
 
+def submit_backfill(
+    request: BackfillRequest,
+    url: str,
+    on_progress: Callable[[submit.BackfillProgress], None] | None = None,
+    poll: float = 3,
+) -> BackfillOutcome:
+    """Launch the request as a Dagster asset backfill on the webserver at `url`, wait until the daemon
+    marks it done, and read it back: each run's failed checks and step failures over GraphQL (the
+    instance may be remote), each day's ledger rows through PyIceberg (this process's catalog)."""
+    if not request.days:
+        raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
+    client = submit.GraphQLClient(url)
+    submit.wait_until_loaded(client, timeout=60)
+    paths = [list(key.path) for key in request.asset_keys()]
+    missing = submit.missing_assets(client, paths)
+    if missing:
+        raise submit.SubmitError(
+            f"no code location at {client.base_url} defines {', '.join(missing)}: does the webserver load "
+            f"dataset {request.dataset.name!r} and stream {request.stream.name!r} (its BACKFILL_PLATFORM_SPECS)?"
+        )
+    # The daemon sets each run's partition range itself; the backfill carries reason, ticket and policy.
+    tags = {k: v for k, v in request.tags().items() if not k.startswith("dagster/")}
+    what = "dry run" if request.dry_run else "backfill"
+    last = request.end - timedelta(days=1)
+    title = f"{request.dataset.name} {request.dataset.active_version} {what} {request.start}…{last}"
+    backfill_id = submit.launch_backfill(
+        client, paths, [d.isoformat() for d in request.days], title=title, tags=tags
+    )
+    seen: list[submit.BackfillProgress] = []
+
+    def polled(state: dict) -> None:
+        progress = submit.progress_of(state)
+        if on_progress is not None and (not seen or progress != seen[-1]):
+            on_progress(progress)
+        seen.append(progress)
+
+    backfill = submit.wait_for_backfill(client, backfill_id, poll=poll, on_poll=polled)
+    runs = backfill.get("runs") or []
+    bucket = request.dataset.bucket
+    problems: list[DayProblem] = []
+    failures: list[str] = []
+    for run in runs:
+        for event in submit.run_events(client, run["runId"]):
+            if event["__typename"] == "ExecutionStepFailureEvent":
+                failures.append(f"{event['stepKey']}: {submit.failure_text(event)}")
+                continue
+            evaluation = event["evaluation"]
+            if evaluation["success"]:
+                continue
+            check = evaluation["checkName"]
+            metadata = submit.metadata_values(evaluation["metadataEntries"])
+            problems.append(
+                DayProblem(
+                    day=evaluation.get("partition") or "-",
+                    asset="/".join(evaluation["assetKey"]["path"]),
+                    check=check,
+                    detail=describe(check, metadata, bucket=bucket),
+                    blocking=evaluation["severity"] == "ERROR",
+                )
+            )
+    success = backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS") and bool(runs)
+    success = success and all(r["status"] == "SUCCESS" for r in runs)
+    if backfill.get("error"):
+        failures.append(f"backfill: {backfill['error'].get('message', '').strip()[:400]}")
+    run_ids = tuple(r["runId"] for r in runs)
+    shown = run_ids[0] if len(run_ids) == 1 else backfill_id
+    return with_ledger(request, shown, success, problems, failures, run_ids or ("-",), backfill_id)
+
+
+@contextmanager
+def progress_display(console: Console, title: str) -> Iterator[Callable[..., None]]:
+    """`update(text, done, total, line)`: a live bar on a terminal; otherwise each `line` printed once
+    (a log, not a redrawn bar, when stdout is a file or a pipe)."""
+    console.print(title, markup=False, highlight=False)
+    started = time.monotonic()
+    if not console.is_terminal:
+
+        def log(text: str, done: int | None = None, total: int | None = None, line: str = "") -> None:
+            if line:
+                console.print(f"  {time.monotonic() - started:6.1f}s {line}", markup=False, highlight=False)
+
+        yield log
+        return
+    columns = (SpinnerColumn(), "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def update(text: str, done: int | None = None, total: int | None = None, line: str = "") -> None:
+            progress.update(task, description=text, completed=done or 0, total=total or None)
+            if line:
+                progress.console.print(
+                    f"  {time.monotonic() - started:6.1f}s {line}", markup=False, highlight=False
+                )
+
+        yield update
+
+
+def step_update(update: Callable[..., None]) -> Callable[[StepProgress], None]:
+    """Adapts `progress_display`'s `update` to the in-process run's step events."""
+
+    def on_step(step: StepProgress) -> None:
+        running = ", ".join(step.running) or ("starting" if not step.done else "-")
+        text = f"step {min(step.done + 1, step.total)}/{step.total}: {running}"
+        line = f"step {step.event} ({step.done}/{step.total} done)" if step.event else ""
+        line = line or f"run {step.run_id}: {step.total} steps"
+        update(text, step.done, step.total, line)
+
+    return on_step
+
+
+def backfill_update(update: Callable[..., None]) -> Callable[[submit.BackfillProgress], None]:
+    """Adapts `progress_display`'s `update` to a submitted backfill's polled states."""
+
+    def on_progress(state: submit.BackfillProgress) -> None:
+        short = f"{state.status}, runs {state.runs_done}/{state.runs} done, asset partitions"
+        update(short, state.done, state.partitions or None, state.text())
+
+    return on_progress
+
+
 def report_table(outcome: BackfillOutcome) -> Table:
     """Per day, from the ledger: the events figures, the shadow, the checks and what production holds."""
     r = outcome.request
     what = "dry run" if r.dry_run else "backfill"
-    title = (
-        f"{r.dataset.name} {r.dataset.active_version} {what} (run {outcome.run_id}), per day, from the ledger"
-    )
+    runs = outcome.run_ids or (outcome.run_id,)
+    source = f"run {', '.join(runs)}" if len(runs) <= 2 else f"{len(runs)} runs"
+    source = f"backfill {outcome.backfill_id}, {source}" if outcome.backfill_id else source
+    title = f"{r.dataset.name} {r.dataset.active_version} {what} ({source}), per day, from the ledger"
     table = Table(title=title)
     header = ("day", "records", "events", "dup", "quar.", "shadow rows", "checks", "production", "this run")
     for column in header:

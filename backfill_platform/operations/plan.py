@@ -9,16 +9,23 @@ read once), in bounded memory. No Spark session is started and no table is read 
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from backfill_platform import settings
-from backfill_platform.archive.listing import GZIP_MAGIC, ArchiveFile, archive_for, hours, list_files
+from backfill_platform.archive.listing import (
+    ArchiveFile,
+    archive_for,
+    decompressed,
+    hours,
+    list_files,
+    open_archive_file,
+)
 from backfill_platform.events.completeness import completeness, format_hours
 from backfill_platform.events.ingest import read_window
 from backfill_platform.operations.ledger_view import (
@@ -33,6 +40,9 @@ from backfill_platform.operations.ledger_view import (
 from backfill_platform.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
+
+if TYPE_CHECKING:
+    from backfill_platform.archive.s3 import S3ReadConfig
 
 DAY = timedelta(days=1)
 CHUNK = 1 << 20
@@ -71,14 +81,13 @@ class Plan:
         return self.lines / self.throughput[0] if self.throughput else None
 
 
-def count_lines(path: str) -> tuple[int, bool]:
-    """(lines, intact) of a file, gzip recognised by its magic bytes as the ingestion does; a final
-    newline does not start a line. A corrupt stream counts the lines before the damage plus the one
-    record the ingestion quarantines as `unreadable_file`."""
+def count_lines(path: str, reader: S3ReadConfig | None = None) -> tuple[int, bool]:
+    """(lines, intact) of a file (a local path or an `s3://` URI), gzip recognised by its magic bytes
+    as the ingestion does; a final newline does not start a line. A corrupt stream counts the lines
+    before the damage plus the one record the ingestion quarantines as `unreadable_file`."""
     lines, last = 0, b"\n"
-    with open(path, "rb") as raw:
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.read(2) == GZIP_MAGIC else raw
-        raw.seek(0)
+    with open_archive_file(path, reader) as raw:
+        stream = decompressed(raw)
         try:
             while block := stream.read(CHUNK):
                 lines += block.count(b"\n")
@@ -106,7 +115,7 @@ def build_plan(
     unreadable: list[str] = []
     total = sum(f.size for f in files)
     for f in files:
-        counted[f.path], intact = count_lines(f.path)
+        counted[f.path], intact = count_lines(f.path, f.reader)
         if not intact:
             unreadable.append(f.name)
         on_file(f, total)

@@ -176,7 +176,7 @@ def sweep(
             verdict = verdicts[(check, name)]
             if not verdict.passed:
                 plain = {k: getattr(v, "value", v) for k, v in verdict.metadata.items()}
-                swept.problems.append(f"{check}: {describe(check, plain)}")
+                swept.problems.append(f"{check}: {describe(check, plain, bucket=spec.bucket)}")
         if problem := fingerprint_problem(fingerprints[name], swept.recorded):
             swept.problems.append(f"fingerprint: {problem}")
         result.append(swept)

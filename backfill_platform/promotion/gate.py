@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from datetime import date
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from backfill_platform.ledger.ledger import latest_shadow_rows
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.validation.buckets import partition_fingerprints
 
 
 class PromotionRefused(RuntimeError):
@@ -26,7 +25,7 @@ def gate_problems(
     spark: SparkSession,
     spec: DatasetSpec,
     version: str,
-    shadow: DataFrame,
+    shadow: dict[str, tuple[int, str]],
     days: list[date],
     events: dict[str, tuple[int, str]],
 ) -> tuple[dict[str, dict], dict[str, str]]:
@@ -34,11 +33,11 @@ def gate_problems(
     for the others). Every day of `days` is in exactly one of the two.
 
     A day is promotable when its latest validation passed its blocking checks, the shadow still holds
-    exactly what was validated (rows, hash sum), and the events are still the ones it was computed
+    exactly what was validated (`shadow`: each day's rows and hash sum about to be promoted), and the events are still the ones it was computed
     from: `events` is each day's (rows, hash sum) of the events table now, and a validation computed
     from other events (re-derived since) is stale, however good its verdicts were.
     """
-    current = partition_fingerprints(shadow, spec, days)
+    current = shadow
     validations = latest_shadow_rows(spark, spec.name, version, days)
     passed: dict[str, dict] = {}
     problems: dict[str, str] = {}

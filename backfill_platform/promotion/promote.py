@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -30,7 +30,6 @@ from backfill_platform.events.ingest import events_table
 from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
 from backfill_platform.lakehouse.tables import (
     current_snapshot_id,
-    in_range,
     replace_days,
     replace_range,
     table_exists,
@@ -52,8 +51,8 @@ from backfill_platform.promotion.gate import PromotionRefused, gate_problems, re
 from backfill_platform.shadow.tables import ensure_dataset_table, production_table, read_range, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform.validation.buckets import Bucket, BucketFigures, actual_figures, failing_buckets
-from backfill_platform.validation.checksums import day_fingerprints
+from backfill_platform.validation.buckets import Bucket, BucketFigures, day_fingerprints_of, failing_buckets
+from backfill_platform.validation.snapshot_figures import events_fingerprints, table_figures
 
 
 @dataclass
@@ -106,8 +105,16 @@ def promote(
     shadow_snapshot = current_snapshot_id(spark, source)
     shadow = read_range(spark, source, spec, start, end, shadow_snapshot)
     days = days_between(start, end)
+    # At that snapshot: usually already computed by this run's shadow step (snapshot_figures).
+    shadow_figures = table_figures(spark, source, spec, start, end, shadow_snapshot)
+    iso_days = [d.isoformat() for d in days]
     validations, held_back = gate_problems(
-        spark, spec, version, shadow, days, current_events(spark, stream, days)
+        spark,
+        spec,
+        version,
+        day_fingerprints_of(shadow_figures, iso_days),
+        days,
+        events_fingerprints(spark, events_table(spark, stream), iso_days),
     )
     if held_back and (not per_day or not validations):
         raise refusal(spec, version, held_back)
@@ -160,9 +167,7 @@ def promote(
     failpoint(PROMOTION_BEFORE_LEDGER)
     reconcile_ledger(spark, spec)
 
-    published = read_range(spark, target, spec, start, end, snapshot)
-    if held_back:
-        published = published.where(F.col(spec.partition_column).isin(promoted_days))
+    published = table_figures(spark, target, spec, start, end, snapshot)
     rows_by_day = {d: int(validations[d]["shadow_rows"]) for d in promoted}
     return Promotion(
         dataset=spec.name,
@@ -173,23 +178,15 @@ def promote(
         previous_snapshot_id=previous,
         shadow_snapshot_id=shadow_snapshot,
         rows=sum(rows_by_day.values()),
-        mismatched_buckets=compare_buckets(actual_figures(shadow, spec), actual_figures(published, spec)),
+        mismatched_buckets=compare_buckets(
+            {b: f for b, f in shadow_figures.items() if b[0] in promoted},
+            {b: f for b, f in published.items() if b[0] in promoted},
+        ),
         days=promoted,
         held_back=dict(sorted(held_back.items())),
         rows_by_day=rows_by_day,
         provisional_days=provisional,
     )
-
-
-def current_events(spark: SparkSession, stream: StreamSpec, days: list[date]) -> dict[str, tuple[int, str]]:
-    """Each day's (rows, hash sum) of the stream's events as they are now."""
-    source = events_table(spark, stream)
-    if not table_exists(spark, source):
-        return dict.fromkeys((d.isoformat() for d in days), (0, "0"))
-    start = datetime.combine(days[0], datetime.min.time(), tzinfo=UTC)
-    end = datetime.combine(days[-1] + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-    events = spark.table(source).where(in_range("event_time", start, end))
-    return day_fingerprints(events, F.to_date("event_time"), [d.isoformat() for d in days])
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from dagster import (
     multi_asset,
 )
 from pydantic import Field
-from pyspark.sql import functions as F
 
 from backfill_platform.automation.conditions import shadow_condition
 from backfill_platform.events.assets import events_key
@@ -46,8 +45,8 @@ from backfill_platform.shadow.validate import (
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import BACKFILL_TAG, REASON_TAG, run_properties
-from backfill_platform.validation.buckets import partition_fingerprints
-from backfill_platform.validation.checksums import day_fingerprints
+from backfill_platform.validation.buckets import day_fingerprints_of, events_figures
+from backfill_platform.validation.snapshot_figures import events_expectations, table_figures
 from backfill_platform.validation.verdicts import PER_DAY, day_outcomes, promotion_policy
 
 
@@ -152,7 +151,11 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
             in_range("event_time", window.start, window.end)
         )
         ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
-        events_fingerprints = day_fingerprints(events, F.to_date("event_time"), days)
+        # One pass over the pinned events: what they imply per bucket, and each day's fingerprint.
+        if snapshot_id is not None:
+            expected, events_fingerprints = events_expectations(session, source, spec, days, snapshot_id)
+        else:
+            expected, events_fingerprints = events_figures(events, spec, days)
         # Persisted: the range check before the write and the write itself must not run the transform twice.
         output = conform(transform(events), spec, version).persist()
         target = shadow_table(session, spec, version)
@@ -165,11 +168,22 @@ def build_shadow_asset(spec: DatasetSpec, stream: StreamSpec, version: str) -> A
 
         failpoint(SHADOW_BEFORE_CHECKS)
         shadow = read_range(session, target, spec, start, end, snapshot)
+        # Computed once at this snapshot; promotion in this run gates and verifies against the same.
+        actual = table_figures(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
         validation = validate_shadow(
-            spec, version, events, shadow, production, days, ingestions, events_fingerprints, max_ratio
+            spec,
+            version,
+            expected,
+            shadow,
+            actual,
+            production,
+            days,
+            ingestions,
+            events_fingerprints,
+            max_ratio,
         )
-        fingerprints = partition_fingerprints(shadow, spec, [date.fromisoformat(d) for d in days])
+        fingerprints = day_fingerprints_of(actual, days)
         record_validation(
             session,
             context,

@@ -17,10 +17,9 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.validation.buckets import (
     Bucket,
     BucketFigures,
-    actual_figures,
     bucket_table,
-    expected_from_events,
     failing_buckets,
+    null_keys_of,
 )
 from backfill_platform.validation.divergence import Divergence, compare
 from backfill_platform.validation.schema import pandera_schema, validate_schema
@@ -122,11 +121,19 @@ def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list
     return verdicts
 
 
-def schema_check(spec: DatasetSpec, version: str, shadow: DataFrame, days: list[str]) -> list[DayVerdict]:
-    """pandera validates the range's DataFrame as a whole: every day gets the range's verdict."""
+def schema_check(
+    spec: DatasetSpec,
+    version: str,
+    shadow: DataFrame,
+    days: list[str],
+    null_keys: dict[str, int] | None = None,
+) -> list[DayVerdict]:
+    """pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
+
+    `null_keys` are the range's null key counts when the bucket figures already counted them."""
     columns = [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
     outcome = validate_schema(
-        shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns))
+        shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns)), null_keys
     )
     metadata = {
         "errors": MetadataValue.json(outcome.errors),
@@ -208,22 +215,23 @@ def events_validated_check(
 def validate_shadow(
     spec: DatasetSpec,
     version: str,
-    events: DataFrame,
+    expected: dict[Bucket, BucketFigures],
     shadow: DataFrame,
+    actual: dict[Bucket, BucketFigures],
     production: DataFrame,
     days: list[str],
     ingestions: dict[str, dict],
     events_fingerprints: dict[str, tuple[int, str]],
     max_divergence_ratio: float | None,
 ) -> ShadowValidation:
-    validation = ShadowValidation(days=days)
-    expected = expected_from_events(events, spec)
-    validation.actual = actual_figures(shadow, spec)
+    """Every check of a shadow range, from the events' expectation (`buckets.events_figures`) and the
+    shadow's own bucket figures (`buckets.actual_figures`, which also count its null keys)."""
+    validation = ShadowValidation(days=days, actual=actual)
     validation.verdicts = [
         *events_validated_check(days, ingestions, events_fingerprints),
-        *row_count_check(days, expected, validation.actual),
-        *checksum_check(spec, days, expected, validation.actual),
-        *schema_check(spec, version, shadow, days),
+        *row_count_check(days, expected, actual),
+        *checksum_check(spec, days, expected, actual),
+        *schema_check(spec, version, shadow, days, null_keys_of(actual, spec)),
         *divergence_check(spec, shadow, production, days, max_divergence_ratio, validation),
     ]
     return validation

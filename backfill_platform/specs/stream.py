@@ -8,9 +8,10 @@ an event may arrive, and from which day partitions start.
 from __future__ import annotations
 
 import os
+import re
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -27,10 +28,17 @@ MAX_LATENESS = timedelta(days=30)
 MAX_CLOCK_SKEW = timedelta(days=1)
 MAX_REFRESH_HORIZON = timedelta(days=400)
 EARLIEST_PARTITION, LATEST_PARTITION = date(1970, 1, 1), date(2200, 1, 1)
+# A Kinesis stream name, as AWS accepts it.
+KinesisStreamName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")]
 
 
 class ArchiveSpec(SpecModel):
-    location: str = Field(description="Folder of the archive: absolute, or relative to the data directory.")
+    location: str = Field(
+        description=(
+            "Folder of the archive: absolute, or relative to the data directory; or an S3 prefix "
+            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3)."
+        )
+    )
     layout: str = Field(
         default="%Y/%m/%d/%H",
         description="strftime template of the ingestion-hour folders below the location.",
@@ -65,8 +73,43 @@ class ArchiveSpec(SpecModel):
 
     @model_validator(mode="after")
     def _inside_roots(self) -> ArchiveSpec:
-        check_archive_root(self, settings.data_dir())
+        if self.s3 is None:
+            check_archive_root(self, settings.data_dir())
         return self
+
+    @property
+    def s3(self) -> tuple[str, str] | None:
+        """(bucket, key prefix without a trailing `/`) of an `s3://` location; None for a local folder."""
+        return parse_s3_location(self.location)
+
+
+_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# S3's bucket naming rules (general purpose buckets): 3-63 characters, lower-case letters, digits,
+# dots and hyphens, starting and ending with a letter or digit, not an IP address, no `..`.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
+def parse_s3_location(location: str) -> tuple[str, str] | None:
+    """(bucket, prefix) of `s3://bucket/prefix`, validated; None for a local path; other URIs refused."""
+    scheme = _URI_SCHEME.match(location)
+    if scheme is None:
+        return None
+    if scheme.group(1) != "s3":
+        raise ValueError(
+            f"field 'archive.location': {location!r}: only local folders and s3://bucket/prefix are "
+            f"supported, not {scheme.group(1)}://"
+        )
+    bucket, _, prefix = location[len("s3://") :].partition("/")
+    if not _BUCKET.match(bucket) or ".." in bucket or _IP_ADDRESS.match(bucket):
+        raise ValueError(
+            f"field 'archive.location': {bucket!r} is not a valid S3 bucket name (3-63 characters: "
+            "lower-case letters, digits, '.' and '-', starting and ending with a letter or digit)"
+        )
+    prefix = prefix.strip("/")
+    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
+        raise ValueError(f"field 'archive.location': prefix {prefix!r} has an empty, '.' or '..' segment")
+    return bucket, prefix
 
 
 def archive_roots(data_dir: Path) -> list[Path]:
@@ -75,7 +118,11 @@ def archive_roots(data_dir: Path) -> list[Path]:
 
 
 def check_archive_root(archive: ArchiveSpec, data_dir: Path) -> Path:
-    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots."""
+    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots.
+
+    An `s3://` location has no local root: it is refused here (see `parse_s3_location`)."""
+    if parse_s3_location(archive.location) is not None:
+        raise ValueError(f"field 'archive.location': {archive.location!r} is in S3, not a local folder")
     location = Path(archive.location)
     root = (location if location.is_absolute() else Path(data_dir) / location).resolve()
     if archive.allow_outside_data_roots:
@@ -223,6 +270,20 @@ class StreamSpec(SpecModel):
     schema_versions: list[SchemaVersion] = Field(
         min_length=1, description="Every schema the archive holds, each upcast to the latest."
     )
+    live_kinesis_stream: KinesisStreamName | None = Field(
+        default=None,
+        description=(
+            "Name of the stream's live Kinesis stream. `backfill-platform replay` always refuses to write "
+            "to it: a replay goes to a separate backfill stream."
+        ),
+    )
+    backfill_kinesis_streams: list[KinesisStreamName] = Field(
+        default_factory=list,
+        description=(
+            "Kinesis streams a replay of this stream may write to (an allow-list; the live stream cannot be "
+            "one). `backfill-platform replay --to-kinesis` refuses any other name."
+        ),
+    )
 
     @field_validator("allowed_lateness", "clock_skew", "refresh_horizon", mode="before")
     @classmethod
@@ -254,6 +315,15 @@ class StreamSpec(SpecModel):
         if not is_valid_cron_schedule(value):
             raise ValueError(f"{value!r} is not a valid cron schedule, e.g. '0 * * * *'")
         return value
+
+    @model_validator(mode="after")
+    def _live_is_not_a_backfill_stream(self) -> StreamSpec:
+        if self.live_kinesis_stream is not None and self.live_kinesis_stream in self.backfill_kinesis_streams:
+            raise ValueError(
+                f"backfill_kinesis_streams lists the live stream {self.live_kinesis_stream!r}: a replay must "
+                "never write to the live stream"
+            )
+        return self
 
     @model_validator(mode="after")
     def _horizon_covers_lateness(self) -> StreamSpec:

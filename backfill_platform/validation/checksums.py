@@ -30,3 +30,21 @@ def day_fingerprints(df: DataFrame, day: Column, days: list[str]) -> dict[str, t
     )
     found = {row["_day"].isoformat(): (row["n"], str(row["h"])) for row in rows}
     return {d: found.get(d, (0, "0")) for d in days}
+
+
+def day_fingerprints_and_nulls(
+    df: DataFrame, day: Column, days: list[str], columns: list[str]
+) -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
+    """`day_fingerprints`, and the rows where each of `columns` is null (over all days), in one pass."""
+    rows = (
+        df.groupBy(day.alias("_day"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            hash_sum(df.columns).alias("h"),
+            *(F.count(F.when(F.col(c).isNull(), 1)).alias(f"_null_{c}") for c in columns),
+        )
+        .collect()
+    )
+    found = {row["_day"].isoformat(): (row["n"], str(row["h"])) for row in rows if row["_day"] is not None}
+    nulls = {c: sum(int(row[f"_null_{c}"]) for row in rows) for c in columns}
+    return {d: found.get(d, (0, "0")) for d in days}, nulls

@@ -75,7 +75,13 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
         result.partitions[row["day"].isoformat()] = PartitionDivergence(
             **{name: row[name] for name in ("candidate_rows", "production_rows", *kinds)}
         )
-    if result.diverging:
+    # A day production never had is all new rows: saying so needs no sample (and no Spark job).
+    for day, partition in result.partitions.items():
+        if partition.production_rows == 0 and partition.candidate_rows:
+            result.samples[day] = (
+                f"production has no rows for {day}: all {partition.candidate_rows} rows are new"
+            )
+    if any(p.diverging and p.production_rows for p in result.partitions.values()):
         # Up to SAMPLE_ROWS differing rows per day, in key order: each day's check shows its own.
         first = Window.partitionBy(spec.partition_column).orderBy(*keys)
         sample = (
@@ -94,7 +100,7 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
         header = list(sample[0].asDict())
         for day in days:
             rows = [list(r) for r in sample if r[spec.partition_column].isoformat() == day]
-            if rows:
+            if rows and result.partitions[day].production_rows:
                 result.samples[day] = markdown_table(header, rows)
         result.sample_markdown = markdown_table(header, [list(r) for r in sample[:SAMPLE_ROWS]])
     return result

@@ -1,0 +1,93 @@
+"""The replay checkpoint: a JSON file, replaced atomically after every acknowledged batch.
+
+It names the replay it belongs to (stream, range, target, events snapshot) and its position in the
+deterministic order (event_time, event_id): the count of events acknowledged and the key of the last
+one. A killed replay resumes after that key, so at most the batch in flight is sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+FORMAT = 1
+
+
+class CheckpointMismatch(ValueError):
+    """The checkpoint file belongs to another replay."""
+
+
+@dataclass
+class Checkpoint:
+    stream: str
+    start: str  # first event-time day (ISO date)
+    end: str  # day after the last one (exclusive)
+    target: str  # the Kinesis stream written to
+    snapshot_id: int | None  # events snapshot read: a resumed replay reads exactly the same rows
+    total: int  # events of the range in that snapshot
+    delivered: int = 0  # events acknowledged by Kinesis, a prefix of the order
+    last_event_time: str | None = None  # key of the last acknowledged event (ISO-8601, microseconds)
+    last_event_id: str | None = None
+    batches: int = 0
+    done: bool = False
+    updated_at: str = ""
+    format: int = FORMAT
+
+    def identity(self) -> dict[str, str]:
+        return {"stream": self.stream, "start": self.start, "end": self.end, "target": self.target}
+
+    def check_belongs_to(self, stream: str, start: str, end: str, target: str, path: Path) -> None:
+        wanted = {"stream": stream, "start": start, "end": end, "target": target}
+        if self.identity() != wanted:
+            differing = ", ".join(
+                f"{key} {self.identity()[key]!r} (not {value!r})"
+                for key, value in wanted.items()
+                if self.identity()[key] != value
+            )
+            raise CheckpointMismatch(
+                f"checkpoint {path} belongs to another replay: {differing}; give another --checkpoint "
+                "path, or delete this one to start that replay over"
+            )
+
+    @property
+    def last_key(self) -> tuple[datetime, str] | None:
+        if self.last_event_time is None or self.last_event_id is None:
+            return None
+        return datetime.fromisoformat(self.last_event_time), self.last_event_id
+
+
+def load(path: Path) -> Checkpoint | None:
+    """The checkpoint at `path`, or None when there is none yet."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise CheckpointMismatch(f"checkpoint {path} is not readable JSON: {error}") from error
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise CheckpointMismatch(f"checkpoint {path} is not a replay checkpoint of format {FORMAT}")
+    try:
+        return Checkpoint(**raw)
+    except TypeError as error:
+        raise CheckpointMismatch(f"checkpoint {path} has unexpected fields: {error}") from error
+
+
+def save(checkpoint: Checkpoint, path: Path) -> None:
+    """Write the checkpoint atomically: a temporary file in the same folder, fsynced, then renamed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.updated_at = datetime.now(UTC).isoformat(timespec="seconds")
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(asdict(checkpoint), handle, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
