@@ -5,7 +5,7 @@ fixture in conftest.py), with its own Dagster instance, the session's data direc
 folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides the demo's:
 `playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted, and the
 dataset `views_gap_ui` on it. (Not `playback_gap`: test_completeness.py uses that name, in the same
-catalog and data directory.) `playback_submit_ui`/`views_submit_ui`: a whole copy, which
+catalog and data directory.) `playback_submitted`/`views_submitted`: a whole copy, which
 test_cli_instance.py backfills through `backfill-platform backfill --instance`.
 
 The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/operations/submit.py`.
@@ -52,8 +52,8 @@ asset_statuses = submit.asset_statuses
 metadata_values = submit.metadata_values
 
 # A whole copy of the playback archive for `backfill --instance` (test_cli_instance.py).
-SUBMIT_STREAM = "playback_submit_ui"
-SUBMIT_DATASET = "views_submit_ui"
+SUBMIT_STREAM = "playback_submitted"
+SUBMIT_DATASET = "views_submitted"
 
 # The session's one successful backfill (the `views_backfill` fixture), shared by the GraphQL tests.
 VIEWS_BACKFILL_DAYS = ["2026-10-02", "2026-10-03", "2026-10-04"]

@@ -86,12 +86,14 @@ def moto_server(log_dir: Path, timeout_s: float = 60.0) -> Iterator[MotoServer]:
 
 
 @contextmanager
-def aws_environment(server: MotoServer) -> Iterator[None]:
-    """Point boto3's standard environment at the server for the duration (restored afterwards)."""
-    saved = {name: os.environ.get(name) for name in server.env()}
-    os.environ.update(server.env())
+def aws_environment(server: MotoServer, **override: str) -> Iterator[dict[str, str]]:
+    """Point boto3's standard environment at the server for the duration (restored afterwards);
+    `override` sets other keys too (e.g. another user's credentials). Yields what was set."""
+    env = {**server.env(), **override}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
     try:
-        yield
+        yield env
     finally:
         for name, value in saved.items():
             if value is None:

@@ -1,7 +1,7 @@
 """`backfill-platform backfill --instance URL`, the data directory's own Dagster instance, daily wording.
 
 The submission goes to the session's real `dagster dev` (webserver + daemon, the `dagster_dev` fixture)
-for its own copy of the playback stream (`playback_submit_ui`, dataset `views_submit_ui`), so the UI
+for its own copy of the playback stream (`playback_submitted`, dataset `views_submitted`), so the UI
 tests' streams and their assertions are untouched. The CLI runs as a subprocess with the server's data
 directory and spec folder but no DAGSTER_HOME: everything it reports comes over GraphQL and from the
 ledger (PyIceberg). What is asserted is read back: the backfill and its run through GraphQL, the

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import time
 import urllib.request
@@ -43,7 +42,7 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import ArchiveSpec, StreamSpec
 from backfill_platform_tests.conftest import START, range_tags
-from backfill_platform_tests.moto_server import MotoServer
+from backfill_platform_tests.moto_server import MotoServer, aws_environment
 
 BUCKET = "firehose-archive"
 PREFIX = "playback/firehose"
@@ -88,18 +87,8 @@ def executor_environment(spark, env: dict[str, str]) -> Iterator[None]:
 @contextmanager
 def aws(moto: MotoServer, spark, **override: str) -> Iterator[None]:
     """Driver and executors talk to moto through boto3's standard environment (`override`: other keys)."""
-    env = {**moto.env(), **override}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        with executor_environment(spark, env):
-            yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with aws_environment(moto, **override) as env, executor_environment(spark, env):
+        yield
 
 
 def upload(moto: MotoServer, root: Path, bucket: str, prefix: str) -> int:

@@ -116,7 +116,6 @@ def ingest_window(
     # which would otherwise read and parse every file three times.
     records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
     classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
-    repaired: DataFrame | None = None
     try:
         ensure_stream_tables(spark, spec)
         partitions = _figures(classified, start, end)
@@ -127,12 +126,7 @@ def ingest_window(
             events, events_table(spark, spec), "event_time", start, end, properties
         )
         failpoint(EVENTS_BEFORE_QUARANTINE)
-        quarantined = classified.where(F.col("_reason").isNotNull())
-        if any(f.conflicting_ids for f in partitions.values()):
-            quarantined, repaired = with_conflicting_lines(
-                spark, quarantined, files, spec.archive.max_line_bytes
-            )
-        quarantine = quarantined.select(
+        quarantine = classified.where(F.col("_reason").isNotNull()).select(
             "line",
             "_source_file",
             "_line_number",
@@ -156,8 +150,6 @@ def ingest_window(
     finally:
         classified.unpersist()
         records.unpersist()
-        if repaired is not None:
-            repaired.unpersist()
     return IngestResult(
         files=files,
         partitions=partitions,
@@ -166,41 +158,6 @@ def ingest_window(
         quarantine_snapshot_id=quarantine_snapshot,
         unlisted=unlisted_files(spec, archive),
     )
-
-
-def with_conflicting_lines(
-    spark: SparkSession, quarantined: DataFrame, files: list[ArchiveFile], max_line_bytes: int
-) -> tuple[DataFrame, DataFrame]:
-    """The quarantined records, with the raw line of each `conflicting_duplicate` read again.
-
-    Parsing keeps the line only of records quarantined there; a copy found to conflict with the one
-    kept is only known after deduplication, so its line is read again from its file (rare: only files
-    holding such copies are read). The line read must hash to what the first read hashed, or the file
-    changed during the run and the run fails rather than quarantine another payload. Returns the
-    records and the (persisted) repaired part, to unpersist once written.
-    """
-    conflicting = F.col("_reason") == "conflicting_duplicate"
-    losing = quarantined.where(conflicting)
-    names = {row[0] for row in losing.select("_source_file").distinct().collect()}
-    again = read_lines(spark, [f for f in files if f.name in names], max_line_bytes).select(
-        "_source_file", "_line_number", F.col("line").alias("_line_again")
-    )
-    repaired = (
-        losing.drop("line")
-        .join(again, ["_source_file", "_line_number"], "left")
-        .withColumnRenamed("_line_again", "line")
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    changed = repaired.where(F.col("line").isNull() | (F.xxhash64("line") != F.col("_line_hash")))
-    gone = changed.select("_source_file", "_line_number").limit(5).collect()
-    if gone:
-        repaired.unpersist()
-        places = ", ".join(f"{row[0]}:{row[1]}" for row in gone)
-        raise RuntimeError(
-            f"archive files changed while they were read: the line at {places} is no longer the one "
-            "first read. Re-run the window once the archive is stable."
-        )
-    return quarantined.where(~conflicting).unionByName(repaired), repaired
 
 
 def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:

@@ -297,12 +297,6 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
                 F.lit(first),
             ),
         )
-        # The raw line is kept only where it will be quarantined; the others carry its hash, which is
-        # all deduplication compares. (A losing copy that turns out to conflict is quarantined with
-        # its line read again: `ingest.with_conflicting_lines`.) This keeps the text out of the caches
-        # and the shuffle that groups copies.
-        .withColumn("_line_hash", F.xxhash64("line"))
-        .withColumn("line", F.when(reason_col.isNotNull(), F.col("line")))
         .drop("_r", "_defect", "_defect_detail")
     )
 
@@ -339,7 +333,7 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
                     h_us.alias("h"),
                     F.col("_source_file").alias("file"),
                     F.col("_line_number").alias("n"),
-                    F.col("_line_hash").alias("hash"),
+                    F.xxhash64("line").alias("hash"),
                 ),
             ),
         )

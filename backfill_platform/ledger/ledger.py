@@ -17,7 +17,6 @@ from datetime import UTC, date, datetime
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 from backfill_platform.lakehouse.snapshots import iceberg_table
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, table_id
@@ -157,11 +156,16 @@ def now() -> datetime:
 
 
 def _latest_per_day(df: DataFrame, days: list[date]) -> dict[str, dict]:
-    latest = Window.partitionBy("partition").orderBy(F.col("recorded_at").desc())
-    rows = (
-        df.where(F.col("partition").isin(days)).withColumn("_n", F.row_number().over(latest)).where("_n = 1")
-    )
-    return {row["partition"].isoformat(): row.asDict() for row in rows.collect()}
+    """Each day's most recently recorded row. A day has one row per run that covered it (a handful), so
+    the rows are collected and picked here: one scan, no shuffle for a window."""
+    latest: dict[str, dict] = {}
+    for row in df.where(F.col("partition").isin(days)).collect():
+        record = row.asDict()
+        day = record["partition"].isoformat()
+        order = (record["recorded_at"], record["run_id"])
+        if day not in latest or order > (latest[day]["recorded_at"], latest[day]["run_id"]):
+            latest[day] = record
+    return latest
 
 
 def latest_ingestions(spark: SparkSession, stream: str, days: list[date]) -> dict[str, dict]:

@@ -5,35 +5,29 @@ the location's own executor (worker tag, catalog writer lock, pool waits), recor
 instance of `DAGSTER_HOME` — the same run the UI shows, with the same tags a UI backfill would carry.
 What happened is then read back, never parsed from log text: each failed check and day from the run's
 `AssetCheckEvaluation`s, each day's figures and promotion from the ledger. Progress: a watcher thread
-reads the run's step events from the instance as they are stored (`StepWatcher`).
+reads the run's step events from the instance as they are stored (`operations/progress.py`).
 
 `submit_backfill` sends the same request to a running webserver instead (`--instance URL`, through
 `operations/submit.py`) and reads the same report back over GraphQL.
 
-Without DAGSTER_HOME, the instance is `<BACKFILL_PLATFORM_DATA>/dagster` (`data_dagster_home`), so a
+Without DAGSTER_HOME, the instance is `<BACKFILL_PLATFORM_DATA>/dagster` (`instance.py`), so a
 second data directory has its own run history.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
+from datetime import date, timedelta
 
-from dagster import AssetKey, DagsterEventType, DagsterInstance, RunsFilter
+from dagster import AssetKey, DagsterEventType, DagsterInstance
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 from dagster._core.execution.api import execute_job
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TimeElapsedColumn
 from rich.table import Table
 
-from backfill_platform import settings
 from backfill_platform.events.assets import events_key
+from backfill_platform.instance import data_dagster_home, instance_from_env  # noqa: F401 - re-exported
 from backfill_platform.operations import submit
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.ledger_view import (
@@ -45,6 +39,7 @@ from backfill_platform.operations.ledger_view import (
     open_catalog,
     production_label,
 )
+from backfill_platform.operations.progress import StepProgress, StepWatcher
 from backfill_platform.partitions import days_between
 from backfill_platform.promotion.assets import production_key
 from backfill_platform.shadow.assets import shadow_key
@@ -55,10 +50,6 @@ from backfill_platform.validation.verdicts import ALL_OR_NOTHING, PER_DAY, PROMO
 
 DEFINITIONS_MODULE = "backfill_platform.definitions"
 POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
-# The repository's dagster.yaml: its storage folders (`base_dir: data/dagster...`) are relative to the
-# working directory; `data_dagster_home` writes a copy with them under the data directory.
-REPO_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
-REPO_STORAGE = "base_dir: data/dagster"
 
 
 @dataclass(frozen=True)
@@ -130,111 +121,6 @@ class BackfillOutcome:
     def ok(self) -> bool:
         blocking = any(p.blocking for p in self.problems)
         return self.success and not blocking and not self.held_back
-
-
-def data_dagster_home(data: Path | None = None) -> Path:
-    """`<data>/dagster` as a DAGSTER_HOME: the repository's dagster.yaml with its storage folders moved
-    there (absolute). `make` writes the same file (Makefile, DAGSTER_HOME). For the default data
-    directory `./data` the storage is `./data/dagster`, where the repository's dagster.yaml puts it."""
-    home = (data or settings.data_dir()).resolve() / "dagster"
-    home.mkdir(parents=True, exist_ok=True)
-    if REPO_DAGSTER_YAML.exists():
-        text = REPO_DAGSTER_YAML.read_text().replace(REPO_STORAGE, f"base_dir: {home}")
-    else:  # an installed package without the repository: storage only, Dagster's defaults otherwise
-        text = f"storage:\n  sqlite:\n    base_dir: {home}\ntelemetry:\n  enabled: false\n"
-    target = home / "dagster.yaml"
-    if not target.exists() or target.read_text() != text:
-        scratch = home / f".dagster.yaml.{os.getpid()}"
-        scratch.write_text(text)
-        scratch.replace(target)
-    return home
-
-
-def instance_from_env() -> DagsterInstance:
-    """The instance of DAGSTER_HOME (the run shows in the UI); without it, `<data>/dagster`'s."""
-    if os.environ.get("DAGSTER_HOME"):
-        return DagsterInstance.get()
-    return DagsterInstance.from_config(str(data_dagster_home()))
-
-
-@dataclass(frozen=True)
-class StepProgress:
-    """What the run did so far: steps ended of all it will execute, and the one(s) running."""
-
-    run_id: str
-    total: int
-    done: int
-    running: tuple[str, ...]
-    event: str = ""  # `<step> succeeded` etc. for the newest step event, for non-terminal output
-
-
-STEP_EVENTS = {
-    DagsterEventType.STEP_START: "started",
-    DagsterEventType.STEP_SUCCESS: "succeeded",
-    DagsterEventType.STEP_FAILURE: "failed",
-    DagsterEventType.STEP_SKIPPED: "skipped",
-}
-
-
-class StepWatcher(threading.Thread):
-    """Polls the instance for the run this process starts (found by its tags, created after the watcher)
-    and its step events; calls `on_step` on every change. Display only: any error is swallowed."""
-
-    def __init__(self, instance: DagsterInstance, tags: dict[str, str], on_step, poll: float = 0.5):
-        super().__init__(daemon=True, name="backfill-steps")
-        self.instance, self.tags, self.on_step, self.poll = instance, tags, on_step, poll
-        self.since = datetime.now(UTC) - timedelta(seconds=1)
-        self.stopped = threading.Event()
-        self.run_id: str | None = None
-        self.total = 0
-        self.cursor: str | None = None
-        self.done: set[str] = set()
-        self.running: dict[str, None] = {}
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.poll):
-            self._safe_poll()
-        self._safe_poll()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=10)
-
-    def _safe_poll(self) -> None:
-        with suppress(Exception):  # progress must never break the backfill
-            self._poll()
-
-    def _poll(self) -> None:
-        if self.run_id is None:
-            runs = self.instance.get_runs(RunsFilter(tags=self.tags, created_after=self.since), limit=1)
-            if not runs:
-                return
-            run = runs[0]
-            self.run_id = run.run_id
-            plan = self.instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
-            self.total = len(plan.step_keys_to_execute or [s.key for s in plan.steps])
-            self.on_step(StepProgress(self.run_id, self.total, 0, ()))
-        records = self.instance.get_records_for_run(
-            self.run_id, cursor=self.cursor, of_type=set(STEP_EVENTS), limit=1000
-        )
-        self.cursor = records.cursor or self.cursor
-        for record in records.records:
-            event = record.event_log_entry.dagster_event
-            what = STEP_EVENTS[event.event_type]
-            if what == "started":
-                self.running[event.step_key] = None
-            else:
-                self.running.pop(event.step_key, None)
-                self.done.add(event.step_key)
-            self.on_step(
-                StepProgress(
-                    self.run_id,
-                    max(self.total, len(self.done)),
-                    len(self.done),
-                    tuple(self.running),
-                    f"{event.step_key} {what}",
-                )
-            )
 
 
 def run_backfill(
@@ -406,57 +292,6 @@ def submit_backfill(
     run_ids = tuple(r["runId"] for r in runs)
     shown = run_ids[0] if len(run_ids) == 1 else backfill_id
     return with_ledger(request, shown, success, problems, failures, run_ids or ("-",), backfill_id)
-
-
-@contextmanager
-def progress_display(console: Console, title: str) -> Iterator[Callable[..., None]]:
-    """`update(text, done, total, line)`: a live bar on a terminal; otherwise each `line` printed once
-    (a log, not a redrawn bar, when stdout is a file or a pipe)."""
-    console.print(title, markup=False, highlight=False)
-    started = time.monotonic()
-    if not console.is_terminal:
-
-        def log(text: str, done: int | None = None, total: int | None = None, line: str = "") -> None:
-            if line:
-                console.print(f"  {time.monotonic() - started:6.1f}s {line}", markup=False, highlight=False)
-
-        yield log
-        return
-    columns = (SpinnerColumn(), "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=None)
-
-        def update(text: str, done: int | None = None, total: int | None = None, line: str = "") -> None:
-            progress.update(task, description=text, completed=done or 0, total=total or None)
-            if line:
-                progress.console.print(
-                    f"  {time.monotonic() - started:6.1f}s {line}", markup=False, highlight=False
-                )
-
-        yield update
-
-
-def step_update(update: Callable[..., None]) -> Callable[[StepProgress], None]:
-    """Adapts `progress_display`'s `update` to the in-process run's step events."""
-
-    def on_step(step: StepProgress) -> None:
-        running = ", ".join(step.running) or ("starting" if not step.done else "-")
-        text = f"step {min(step.done + 1, step.total)}/{step.total}: {running}"
-        line = f"step {step.event} ({step.done}/{step.total} done)" if step.event else ""
-        line = line or f"run {step.run_id}: {step.total} steps"
-        update(text, step.done, step.total, line)
-
-    return on_step
-
-
-def backfill_update(update: Callable[..., None]) -> Callable[[submit.BackfillProgress], None]:
-    """Adapts `progress_display`'s `update` to a submitted backfill's polled states."""
-
-    def on_progress(state: submit.BackfillProgress) -> None:
-        short = f"{state.status}, runs {state.runs_done}/{state.runs} done, asset partitions"
-        update(short, state.done, state.partitions or None, state.text())
-
-    return on_progress
 
 
 def report_table(outcome: BackfillOutcome) -> Table:

@@ -11,7 +11,6 @@ run of the backfill is found by its run id.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -55,12 +54,12 @@ class BackfillReport:
 
 
 def backfill_runs(ident: str) -> set[str]:
-    """The id, plus the run ids of the Dagster backfill of that id (when DAGSTER_HOME names an instance)."""
-    if not os.environ.get("DAGSTER_HOME"):
-        return {ident}
-    from dagster import DagsterInstance, RunsFilter
+    """The id, plus the run ids of the Dagster backfill of that id (in the platform's instance)."""
+    from dagster import RunsFilter
 
-    with DagsterInstance.get() as instance:
+    from backfill_platform.instance import instance_from_env
+
+    with instance_from_env() as instance:
         if instance.get_backfill(ident) is None:
             return {ident}
         return {ident, *instance.get_run_ids(filters=RunsFilter.for_backfill(ident))}

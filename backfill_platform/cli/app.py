@@ -1,0 +1,84 @@
+"""The `backfill-platform` command group and what its commands share (specs, Spark, output, refusals)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+
+import click
+
+
+@click.group()
+def main() -> None:
+    """Re-derive history from an event archive safely."""
+    # Dagster flags several APIs this platform relies on as beta; say so once in the docs, not per call.
+    warnings.filterwarnings("ignore", category=Warning, module="dagster")
+    warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """A refusal of the platform is an answer, not a crash: print it and exit non-zero."""
+    from backfill_platform.promotion.adopt import AdoptRefused
+    from backfill_platform.promotion.gate import PromotionRefused
+    from backfill_platform.promotion.revert import RevertRefused
+
+    try:
+        yield
+    except (AdoptRefused, PromotionRefused, RevertRefused, ValueError) as refusal:
+        raise click.ClickException(str(refusal)) from refusal
+
+
+def spark_session():
+    from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
+
+    return spark_from_env(catalog_from_env(for_dagster=False)).spark_session
+
+
+def dataset_spec(name: str):
+    from backfill_platform.specs.loader import load_specs
+
+    datasets = load_specs().datasets
+    if name not in datasets:
+        raise click.BadParameter(
+            f"unknown dataset {name!r}; known: {sorted(datasets)}", param_hint="--dataset"
+        )
+    return datasets[name]
+
+
+def wide_console():
+    from rich.console import Console
+
+    return Console(width=160)
+
+
+def report_to_dagster(materializations: list) -> None:
+    """Record in the Dagster instance what production holds now for each day a command changed, so the
+    UI's partitions of `prod/<dataset>_production` match the table (DAGSTER_HOME's instance, or
+    `<data>/dagster`'s, see `backfill_platform.instance`)."""
+    from backfill_platform.instance import instance_from_env
+
+    with instance_from_env() as instance:
+        for materialization in materializations:
+            instance.report_runless_asset_event(materialization)
+    click.echo(f"reported {len(materializations)} day(s) of production to the Dagster instance")
+
+
+def quiet_dagster() -> None:
+    """Dagster's beta/preview/supersession notices (partitioned checks, backfill policies, the custom
+    hour → day mapping) are known and documented; a backfill's output is its report, not them."""
+    from dagster import BetaWarning, PreviewWarning, SupersessionWarning
+
+    for category in (BetaWarning, PreviewWarning, SupersessionWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="dagster")
+
+
+def day_range(start, end) -> tuple[date, date]:
+    if end <= start:
+        raise click.BadParameter(
+            f"--end {end.date()} must be after --start {start.date()}", param_hint="--end"
+        )
+    return start.date(), end.date()

@@ -1,0 +1,245 @@
+"""The backfill job from the command line: plan, backfill, status, report, sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from backfill_platform.cli.app import (
+    dataset_spec,
+    day_range,
+    main,
+    quiet_dagster,
+    refusals,
+    spark_session,
+    wide_console,
+)
+
+
+@main.command()
+@click.option("--stream", default=None, help="Stream name; every dataset built on it is shown.")
+@click.option("--dataset", default=None, help="Dataset name (its source stream is planned).")
+@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
+@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+def plan(stream: str | None, dataset: str | None, start, end) -> None:
+    """What a backfill of [--start, --end) would read and redo, before running anything.
+
+    Per event-time day: its read window (widened by the stream's clock skew before and allowed
+    lateness after), the archive files, bytes and lines in it, the ingestion hours it needs that have
+    no file, and what production holds for it (version @ snapshot, from the ledger); then the totals
+    and an estimate from the events throughput the ledger measured. Counting lines reads every file
+    of the range once (stream-decompressed, bounded memory): expect it to take a while on large
+    archives. Starts no Spark session and reads no table but the ledger (PyIceberg).
+
+    --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
+    """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from backfill_platform.operations.plan import build_plan, plan_summary, plan_table
+    from backfill_platform.specs.loader import load_specs
+
+    quiet_dagster()
+    if (stream is None) == (dataset is None):
+        raise click.UsageError("give exactly one of --stream and --dataset")
+    first, after = day_range(start, end)
+    specs = load_specs()
+    if dataset is not None:
+        datasets = [dataset_spec(dataset)]
+        stream = datasets[0].source_stream
+    elif stream not in specs.streams:
+        raise click.BadParameter(
+            f"unknown stream {stream!r}; known: {sorted(specs.streams)}", param_hint="--stream"
+        )
+    else:
+        datasets = [d for d in specs.datasets.values() if d.source_stream == stream]
+    console = wide_console()
+    with Progress(
+        "counting lines",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("lines", total=None)
+
+        def counted(archive_file, total_bytes: int) -> None:
+            progress.update(task, total=total_bytes, advance=archive_file.size)
+
+        result = build_plan(specs.streams[stream], datasets, first, after, on_file=counted)
+    console.print(plan_table(result))
+    for line in plan_summary(result):
+        console.print(line)
+
+
+@main.command()
+@click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
+@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
+@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+@click.option("--reason", default=None, help="Why; recorded as run tag and on the promotion snapshot.")
+@click.option("--ticket", default=None, help="Ticket id; recorded like --reason.")
+@click.option("--dry-run", is_flag=True, help="Events and shadow with their checks; never promote.")
+@click.option(
+    "--policy",
+    type=click.Choice(["all", "per-day"]),
+    default="all",
+    show_default=True,
+    help="all: one failed day holds back the whole range; per-day: promote the days that passed.",
+)
+@click.option(
+    "--log-level",
+    default="CRITICAL",
+    show_default=True,
+    help="Dagster's console log level (failures are reported from the run's events either way).",
+)
+@click.option(
+    "--instance",
+    "instance_url",
+    default=None,
+    metavar="URL",
+    help="Submit to the Dagster webserver at URL (e.g. http://127.0.0.1:3000) as a backfill and wait.",
+)
+def backfill(
+    dataset: str,
+    start,
+    end,
+    reason,
+    ticket,
+    dry_run: bool,
+    policy: str,
+    log_level: str,
+    instance_url: str | None,
+) -> None:
+    """Re-derive [--start, --end): events → active shadow → checks → production, in one Dagster run.
+
+    The run is the code location's asset job, executed in this process and recorded in the Dagster
+    instance of DAGSTER_HOME (without it: <BACKFILL_PLATFORM_DATA>/dagster; visible in the UI), tagged
+    with the reason, ticket and promotion policy; progress shows its steps. With --instance URL it is
+    submitted to that running webserver instead (a Dagster backfill its daemon runs, as the UI
+    launches it) and followed until it ends. Either way it ends with the per-day report from the
+    ledger and, per failed day, the check and its numbers (read from the run's check evaluations).
+    Exits 1 when any day failed a blocking check or was held back.
+
+    --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
+    """
+    from backfill_platform.operations.backfill import (
+        POLICIES,
+        BackfillRequest,
+        instance_from_env,
+        problem_lines,
+        report_table,
+        run_backfill,
+        submit_backfill,
+    )
+    from backfill_platform.operations.progress import backfill_update, progress_display, step_update
+    from backfill_platform.operations.submit import SubmitError
+    from backfill_platform.specs.loader import load_specs
+
+    quiet_dagster()
+    first, after = day_range(start, end)
+    spec = dataset_spec(dataset)
+    stream = load_specs().streams[spec.source_stream]
+    request = BackfillRequest(
+        spec, stream, first, after, reason, ticket, dry_run, POLICIES[policy], log_level.upper()
+    )
+    console = wide_console()
+    what = "events → shadow → checks" + ("" if dry_run else " → production")
+    title = f"{dataset} {first}…{after} (exclusive): {what}"
+    if instance_url:
+        with refusals(), progress_display(console, f"{title}, backfill at {instance_url}") as update:
+            try:
+                outcome = submit_backfill(request, instance_url, on_progress=backfill_update(update))
+            except SubmitError as error:
+                raise click.ClickException(str(error)) from None
+    else:
+        running = progress_display(console, f"{title}, one run")
+        with instance_from_env() as instance, refusals(), running as update:
+            outcome = run_backfill(request, instance, on_step=step_update(update))
+    console.print(report_table(outcome))
+    for line in problem_lines(outcome):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if outcome.held_back:
+        console.print(
+            f"held back: {', '.join(d.isoformat() for d in outcome.held_back)}; production keeps them"
+        )
+    if not outcome.ok:
+        raise SystemExit(1)
+    console.print("dry run: production untouched" if dry_run else f"promoted {len(request.days)} day(s)")
+
+
+@main.command("status")
+@click.option("--dataset", default=None, help="One dataset [all].")
+def status_command(dataset: str | None) -> None:
+    """Per dataset and day: promoted (version @ snapshot), provisional, blocked (failed checks), stale
+    (events re-derived since validated), validated or adopted — from the ledger, through PyIceberg (no
+    Spark). `ledger --dataset D` first repairs the ledger if a process died after a production commit."""
+    from backfill_platform.operations.status import status, status_table
+    from backfill_platform.specs.loader import load_specs
+
+    quiet_dagster()
+    datasets = [dataset_spec(dataset)] if dataset else list(load_specs().datasets.values())
+    wide_console().print(status_table(status(datasets)))
+
+
+@main.command("report")
+@click.option("--backfill", "ident", required=True, help="A Dagster backfill id or a run id.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the markdown here.")
+def report_command(ident: str, out: Path | None) -> None:
+    """What one backfill or run did, per dataset and day, as markdown: archive records, events written,
+    duplicates, quarantined, late, shadow rows and hash sum, diverging rows, checks, and the production
+    snapshot(s) it promoted and when — from the ledger and production's snapshots, through PyIceberg (no
+    Spark). For a backfill id, the runs the Dagster instance knows for it are included."""
+    from backfill_platform.operations.report import build_report, report_markdown
+
+    quiet_dagster()
+    with refusals():
+        markdown = report_markdown(build_report(ident))
+    if out is not None:
+        out.write_text(markdown)
+    click.echo(markdown, nl=False)
+
+
+@main.command("sweep")
+@click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
+@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), default=None, help="First day [production's].")
+@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), default=None, help="Day after the last one.")
+def sweep_command(dataset: str, start, end) -> None:
+    """Check every day of production (or of [--start, --end)) against its events and its ledger record.
+
+    Per bucket (day, or day and hour) the rows and reconciliation sums the events imply against
+    production's (the shadow checks, run on production), and per day production's fingerprint against
+    the one the ledger recorded at promotion (rows changed behind the platform's back). Prints the
+    divergent days and, per contiguous span of them, the `backfill` command that re-derives it. Exits
+    1 when it proposes a backfill, 0 when nothing diverges.
+    """
+    from backfill_platform.operations.sweep import sweep, sweep_table
+    from backfill_platform.specs.loader import load_specs
+
+    quiet_dagster()
+    if (start is None) != (end is None):
+        raise click.UsageError("give both --start and --end, or neither (every day of production)")
+    first, after = day_range(start, end) if start is not None else (None, None)
+    spec = dataset_spec(dataset)
+    stream = load_specs().streams[spec.source_stream]
+    console = wide_console()
+    with console.status(f"sweeping {dataset}: starting Spark") as status, refusals():
+        result = sweep(
+            spark_session(), spec, stream, first, after, step=lambda m: status.update(f"{dataset}: {m}")
+        )
+    if not result.days:
+        console.print(f"{dataset}: production holds no day{'' if first is None else ' in that range'}")
+        return
+    console.print(sweep_table(result))
+    if not result.divergent:
+        console.print(
+            f"no divergent day in {len(result.days)} day(s): production agrees with its events and the ledger"
+        )
+        return
+    for day in result.days:
+        for problem in day.problems:
+            console.print(f"{day.day} {problem}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{len(result.divergent)} divergent day(s); proposed backfill (--end exclusive):")
+    for command in result.commands():
+        console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(1)
