@@ -151,7 +151,7 @@ def test_the_data_directory_holds_the_dagster_instance(tmp_path: Path, monkeypat
     """Without DAGSTER_HOME, runs are stored under <BACKFILL_PLATFORM_DATA>/dagster (CLI and make)."""
     from dagster import DagsterInstance, asset, materialize
 
-    from backfill_platform.operations.backfill import instance_from_env
+    from backfill_platform.instance import instance_from_env
 
     data = tmp_path / "lake"
     monkeypatch.delenv("DAGSTER_HOME", raising=False)

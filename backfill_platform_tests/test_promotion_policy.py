@@ -12,6 +12,7 @@ from backfill_platform.datasets.legacy import write_legacy_table
 from backfill_platform.lakehouse.tables import (
     current_snapshot_id,
     replace_days,
+    replace_range,
     snapshot_summary,
     table_exists,
 )
@@ -157,6 +158,8 @@ def test_replace_days_refuses_rows_of_other_days(ready, spark, spark_resource, p
         replace_days(source, target, spec.partition_column, [D1, D3])
     with pytest.raises(ValueError, match="no days"):
         replace_days(source.limit(0), target, spec.partition_column, [])
+    with pytest.raises(ValueError, match=rf"refusing to write {target}: rows outside \[{D1}, {D2}\)"):
+        replace_range(source, target, spec.partition_column, D1, D2)
     assert current_snapshot_id(spark, target) == before
 
     # Non-contiguous days: D1 and D3 emptied in one commit, D2 untouched.

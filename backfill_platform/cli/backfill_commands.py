@@ -123,10 +123,10 @@ def backfill(
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
     """
+    from backfill_platform.instance import instance_from_env
     from backfill_platform.operations.backfill import (
         POLICIES,
         BackfillRequest,
-        instance_from_env,
         problem_lines,
         report_table,
         run_backfill,

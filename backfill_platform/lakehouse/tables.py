@@ -25,6 +25,8 @@ PROD_NAMESPACE = "prod"
 PLATFORM_NAMESPACE = "platform"
 # Snapshot property that identifies the commit of one write, so its snapshot id can be found for sure.
 WRITE_ID = "backfill_platform.write-id"
+# Prefix of the error a row outside a write's range raises in the write's tasks (see `_only`).
+_REFUSAL_MARKER = "backfill_platform refused: "
 
 
 def table_id(spark: SparkSession, namespace: str, name: str) -> str:
@@ -56,11 +58,23 @@ def in_range(column: str, start: date | datetime, end: date | datetime) -> Colum
     return (F.col(column) >= F.lit(start)) & (F.col(column) < F.lit(end))
 
 
-def count_where(df: DataFrame, condition: Column) -> int:
-    """Rows matching `condition`, in one job over every partition at once. (`where().limit(1).count()`
-    scans a growing number of partitions in up to a dozen sequential jobs, and is usually the action
-    that first computes a cached input: the whole parse ran that way, one partition at a time.)"""
-    return int(df.agg(F.count(F.when(condition, 1)).alias("n")).first()["n"])
+def _only(df: DataFrame, column: str, allowed: Column, refusal: str) -> DataFrame:
+    """`df` whose `column` raises `refusal` for a row outside `allowed` (or null), as the write computes it.
+
+    The check rides in the write's own job instead of a counting job before it: a failing row fails the
+    write's tasks, Iceberg aborts the write (its files are deleted) and nothing is committed.
+    """
+    failure = F.raise_error(F.lit(f"{_REFUSAL_MARKER}{refusal}"))
+    return df.withColumn(column, F.when(allowed, F.col(column)).otherwise(failure))
+
+
+def _refused(error: Exception) -> str | None:
+    """The refusal `_only` raised inside a failed write, if that is why it failed."""
+    text = str(error)
+    at = text.find(_REFUSAL_MARKER)
+    if at < 0:
+        return None
+    return text[at + len(_REFUSAL_MARKER) :].split("\n", 1)[0].strip()
 
 
 def replace_range(
@@ -77,10 +91,9 @@ def replace_range(
     `df` must hold only rows of the range: a row outside it would survive a later replacement of its own
     range, so it is refused instead of written.
     """
-    outside = count_where(df, ~in_range(column, start, end) | F.col(column).isNull())
-    if outside:
-        raise ValueError(f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}")
-    return _overwrite(df, identifier, in_range(column, start, end), properties, options)
+    refusal = f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}"
+    guarded = _only(df, column, in_range(column, start, end), refusal)
+    return _overwrite(guarded, identifier, in_range(column, start, end), properties, options)
 
 
 def replace_days(
@@ -99,11 +112,10 @@ def replace_days(
     if not days:
         raise ValueError(f"refusing to write {identifier}: no days to replace")
     wanted = sorted(set(days))
-    outside = count_where(df, ~F.col(column).isin(wanted) | F.col(column).isNull())
-    if outside:
-        listed = ", ".join(d.isoformat() for d in wanted)
-        raise ValueError(f"refusing to write {identifier}: rows outside the days [{listed}] on {column}")
-    return _overwrite(df, identifier, F.col(column).isin(wanted), properties, options)
+    listed = ", ".join(d.isoformat() for d in wanted)
+    refusal = f"refusing to write {identifier}: rows outside the days [{listed}] on {column}"
+    guarded = _only(df, column, F.col(column).isin(wanted), refusal)
+    return _overwrite(guarded, identifier, F.col(column).isin(wanted), properties, options)
 
 
 def _overwrite(
@@ -121,7 +133,13 @@ def _overwrite(
         writer = writer.option(key, value)
     for key, value in {**(properties or {}), WRITE_ID: write_id}.items():
         writer = writer.option(f"snapshot-property.{key}", str(value))
-    writer.overwrite(condition)
+    try:
+        writer.overwrite(condition)
+    except Exception as error:
+        refusal = _refused(error)
+        if refusal is None:
+            raise
+        raise ValueError(refusal) from None
     return snapshot_of_write(df.sparkSession, identifier, write_id)
 
 

@@ -27,7 +27,6 @@ from dagster._core.execution.api import execute_job
 from rich.table import Table
 
 from backfill_platform.events.assets import events_key
-from backfill_platform.instance import data_dagster_home, instance_from_env  # noqa: F401 - re-exported
 from backfill_platform.operations import submit
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.ledger_view import (

@@ -41,7 +41,7 @@ from backfill_platform.shadow.tables import production_table, read_range, with_d
 from backfill_platform.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform.validation.buckets import actual_figures, expected_from_events, partition_fingerprints
+from backfill_platform.validation.buckets import actual_figures, events_figures, partition_fingerprints
 
 
 @dataclass
@@ -150,7 +150,7 @@ def sweep(
         .where(in_range("event_time", _midnight(days[0]), _midnight(days[-1] + DAY)))
         .where(F.to_date("event_time").isin(days))
     )
-    expected = expected_from_events(events, spec)
+    expected, _ = events_figures(events, spec, names)
     step("production's fingerprint per day")
     fingerprints = partition_fingerprints(production, spec, days)
     verdicts = {

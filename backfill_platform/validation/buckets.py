@@ -57,33 +57,6 @@ def _bucket_of(row: Row, spec: DatasetSpec) -> Bucket:
     return row["_b0"].isoformat(), None if hour is None else int(hour)
 
 
-def expected_from_events(events: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
-    """Rows and reconciliation sums per bucket, as the events table implies them.
-
-    Aggregates sharing a filter are computed in one pass over the filtered events.
-    """
-    by_filter: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    by_filter[spec.expected_rows.filter].append(("_rows", spec.expected_rows.expression))
-    for rule in spec.reconciliation:
-        by_filter[rule.filter].append((rule.column, rule.expression))
-    values: dict[Bucket, dict[str, int]] = defaultdict(dict)
-    for condition, aggregates in by_filter.items():
-        rows = (
-            events.where(F.expr(condition))
-            .groupBy(*_events_bucket(spec))
-            .agg(*(F.expr(expression).alias(alias) for alias, expression in aggregates))
-            .collect()
-        )
-        for row in rows:
-            values[_bucket_of(row, spec)].update({alias: int(row[alias] or 0) for alias, _ in aggregates})
-    return {
-        bucket: BucketFigures(
-            rows=v.get("_rows", 0), sums={r.column: v.get(r.column, 0) for r in spec.reconciliation}
-        )
-        for bucket, v in values.items()
-    }
-
-
 def _filtered(expression: str, condition: str) -> str:
     """`expression` with every outermost aggregate restricted to the rows matching `condition`
     (`count(1)` -> `count(1) FILTER (WHERE condition)`), so rules with different filters share a pass."""
@@ -104,12 +77,12 @@ def _filtered(expression: str, condition: str) -> str:
 def events_figures(
     events: DataFrame, spec: DatasetSpec, days: list[str]
 ) -> tuple[dict[Bucket, BucketFigures], dict[str, tuple[int, str]]]:
-    """`expected_from_events` and the events' per-day fingerprints (rows, hash sum over every column),
-    in one aggregation over the events instead of one per filter plus one for the fingerprints.
+    """Rows and reconciliation sums per bucket as the events imply them, and the events' per-day
+    fingerprints (rows, hash sum over every column), in one aggregation over the events.
 
     Each filter's aggregates are computed with `FILTER (WHERE …)` beside a count of the rows it
-    matches; a bucket is expected (and a filter's values set) exactly when that count is not zero, as
-    with `expected_from_events`.
+    matches; a bucket is expected (and a filter's values set) exactly when that count is not zero:
+    a bucket with no matching event is not expected at all, rather than expected with zero rows.
     """
     by_filter: dict[str, list[tuple[str, str]]] = defaultdict(list)
     by_filter[spec.expected_rows.filter].append(("_rows", spec.expected_rows.expression))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeVar
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
@@ -70,16 +70,19 @@ def _day_bounds(days: list[str]) -> tuple[datetime, datetime]:
     return start, datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
 
 
+def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
+    """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
+    start, end = _day_bounds(days)
+    pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
+    return spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range("event_time", start, end))
+
+
 def events_expectations(
     spark: SparkSession, identifier: str, spec: DatasetSpec, days: list[str], snapshot_id: int
 ) -> tuple[dict[Bucket, BucketFigures], dict[str, tuple[int, str]]]:
     """What the events at `snapshot_id` imply for the dataset's buckets, and each day's fingerprint."""
-    start, end = _day_bounds(days)
-    events = spark.sql(f"SELECT * FROM {identifier} VERSION AS OF {int(snapshot_id)}").where(
-        in_range("event_time", start, end)
-    )
     key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
-    expected, fingerprints = events_figures(events, spec, days)
+    expected, fingerprints = events_figures(_events_at(spark, identifier, snapshot_id, days), spec, days)
     _remembered(key, lambda: fingerprints)
     return expected, fingerprints
 
@@ -89,11 +92,9 @@ def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -
     if not table_exists(spark, identifier):
         return dict.fromkeys(days, (0, "0"))
     snapshot_id = current_snapshot_id(spark, identifier)
-    start, end = _day_bounds(days)
 
     def compute() -> dict[str, tuple[int, str]]:
-        pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-        events = spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range("event_time", start, end))
+        events = _events_at(spark, identifier, snapshot_id, days)
         return day_fingerprints(events, F.to_date("event_time"), days)
 
     if snapshot_id is None:
