@@ -46,6 +46,6 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert result["rows_equal"] is True
     assert result["variants"]["baseline"]["ratio_wall"] == 1.0
     targets = {t["target"]: t for t in result["targets"]}
-    assert len(targets) == 6 and all("goal" in t and "pass" in t for t in targets.values())
+    assert len(targets) == 7 and all("goal" in t and "pass" in t for t in targets.values())
     printed = (tmp_path / "report.txt").read_text()
     assert "targets" in printed and ("PASS" in printed or "MISS" in printed)

@@ -56,10 +56,13 @@ def read_event_log(directory: Path) -> list[dict[str, Any]]:
     return events
 
 
-def spark_figures(directory: Path, after_ms: int | None) -> dict[str, Any]:
-    """Jobs of the run, jobs submitted after `after_ms` (epoch ms), and the driver's peak heap."""
+def spark_figures(directory: Path, after_ms: int | None, since_ms: float = 0) -> dict[str, Any]:
+    """Jobs of the run (submitted from `since_ms`, epoch ms: not those of an untimed warm-up before it),
+    jobs submitted after `after_ms` (the events write), and the driver's peak heap."""
     events = read_event_log(directory)
-    starts = [e for e in events if e.get("Event") == "SparkListenerJobStart"]
+    starts = [
+        e for e in events if e.get("Event") == "SparkListenerJobStart" and e["Submission Time"] >= since_ms
+    ]
     heap = [
         e["Executor Metrics"].get("JVMHeapMemory", 0)
         for e in events
