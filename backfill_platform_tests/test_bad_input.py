@@ -55,6 +55,7 @@ def test_the_corpus_has_every_defect_of_the_issue(corpus):
         "conflicting_duplicate_across_midnight", "same_file_two_names", "invalid_utf8", "long_line", "bom",
         "crlf", "nul_byte", "wrong_type_string", "wrong_type_overflow", "wrong_type_fraction",
         "uncompressed_among_gzip", "outside_hour_layout", "date_only_time", "bare_year_time",
+        "concatenated_records", "text_after_object", "braces_in_string",
     }  # fmt: skip
 
 
@@ -119,6 +120,19 @@ def test_values_are_quarantined_not_altered(events, quarantine):
     # CRLF, BOM and uncompressed files are read unchanged.
     assert {"crlf-1", "crlf-2", "bom-1", "bom-2", "plain-1", "plain-2", "plain-3"} <= ids
     assert events.where(F.col("user_id").contains("\r") | F.col("event_id").contains("\ufeff")).count() == 0
+
+
+def test_a_line_of_several_records_is_quarantined_whole_never_read_as_its_first(events, quarantine):
+    ids = {r["event_id"] for r in events.select("event_id").collect()}
+    assert not ids & {"two-a", "two-b", "spaced-a", "spaced-b", "after"}
+    assert "brace" in ids
+    several = {q["_line_number"]: q for q in quarantine if q["reason"] == "multiple_json_values"}
+    assert len(several) == 2
+    for q in several.values():
+        assert q["line"].count('"event_id"') == 2 and q["detail"].startswith("2 JSON values on one line")
+        assert q["_source_file"] == "2026/10/01/05/defects.jsonl.gz"
+    (after,) = [q for q in quarantine if q["line"] and q["line"].endswith("]x}")]
+    assert after["reason"] == "malformed_json" and after["detail"].startswith("text after the JSON object")
 
 
 def test_non_utf8_bytes_are_kept_exactly(quarantine, events):

@@ -27,6 +27,7 @@ REASONS = (
     "line_too_long",
     "invalid_utf8",
     "malformed_json",
+    "multiple_json_values",
     "unknown_schema_version",
     "missing_event_id",
     "unparseable_event_time",
@@ -214,6 +215,49 @@ def _utc_start(day: date) -> datetime:
     return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
 
 
+def _one_object(line: Column) -> Column:
+    """Whether `line` is exactly one JSON object, with nothing but whitespace around it.
+
+    Spark's `from_json` parses the first value of a line and ignores whatever follows it: of
+    `{"id":"a"}{"id":"b"}` (Firehose without a record delimiter) it returns the first record and drops
+    the second without a trace. Two strict parses by Jackson (the JVM's, so no Python per line) close
+    that gap: `[line]` is an array of exactly one element only if nothing but `]` (or whitespace)
+    follows the first value, and `{"k":line}` an object of exactly one key only if nothing but `}`
+    does — together, only if nothing follows it at all. A line that fails either is not one record.
+    """
+    trimmed = F.trim(line)
+    return F.coalesce(  # a failed strict parse is null: not one object
+        trimmed.startswith("{")
+        & trimmed.endswith("}")
+        & ~line.contains("\u0000")
+        & (F.json_array_length(F.concat(F.lit("["), line, F.lit("]"))) == 1)
+        # Only a `]` can end the array early, so lines without one (most) skip the second parse.
+        & (
+            ~line.contains("]")
+            | (F.size(F.json_object_keys(F.concat(F.lit('{"k":'), line, F.lit("}")))) == 1)
+        ),
+        F.lit(False),
+    )
+
+
+def _values_on_line(line: Column) -> Column:
+    """How many JSON objects a line holds back to back (`{...}{...}`, whitespace allowed between), or null.
+
+    Putting a comma between every `}` and `{` makes the line an array of its objects; inside a string the
+    same replacement changes only that string's text, never the array's shape, since `}{` can appear
+    nowhere else in valid JSON. Meant for lines `_one_object` refused: it says how many records they hold.
+    """
+    separated = F.regexp_replace(line, r"\}\s*\{", "},{")
+    return F.json_array_length(F.concat(F.lit("["), separated, F.lit("]")))
+
+
+def _malformed_detail(line: Column) -> Column:
+    lenient_only = F.col("_r").isNotNull() & _raw(CORRUPT).isNull()  # Spark read an object, Jackson did not
+    return F.when(line.contains("\u0000"), F.lit("NUL byte")).when(
+        lenient_only, F.lit("text after the JSON object, or a non-standard value")
+    )
+
+
 def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     """Parse, recognise the schema version, upcast to the latest and give each record its reason (or null).
 
@@ -234,10 +278,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             if version is None
             else version.when(rule, candidate.version)
         )
-    # One JSON object per line: Spark's parser ignores what follows the object (`{...} junk`, a NUL).
-    trimmed = F.trim("line")
-    not_an_object = ~trimmed.startswith("{") | ~trimmed.endswith("}") | F.col("line").contains("\u0000")
-    corrupt = F.col("_r").isNull() | _raw(CORRUPT).isNotNull() | not_an_object
+    corrupt = F.col("_r").isNull() | _raw(CORRUPT).isNotNull() | ~_one_object(F.col("line"))
     parsed = parsed.withColumn("_schema_version", F.when(~corrupt, version).cast("int"))
 
     upcasts = {v.version: _upcast(v, spec.latest.fields) for v in spec.schema_versions}
@@ -255,6 +296,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
     reason = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect"))
+        .when(corrupt & (_values_on_line(F.col("line")) > 1), "multiple_json_values")
         .when(corrupt, "malformed_json")
         .when(F.col("_schema_version").isNull(), "unknown_schema_version")
         .when(F.col("event_id").isNull() | (F.col("event_id") == ""), "missing_event_id")
@@ -267,7 +309,14 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     reason_col = F.col("_reason")
     detail = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect_detail"))
-        .when(reason_col == "malformed_json", F.when(F.col("line").contains("\u0000"), F.lit("NUL byte")))
+        .when(reason_col == "malformed_json", _malformed_detail(F.col("line")))
+        .when(
+            reason_col == "multiple_json_values",
+            F.format_string(
+                "%d JSON values on one line (records written without a delimiter)",
+                _values_on_line(F.col("line")),
+            ),
+        )
         .when(reason_col == "unparseable_event_time", _raw(spec.event_time.field))
         .when(reason_col == "invalid_field", F.col("_invalid_field"))
         .when(

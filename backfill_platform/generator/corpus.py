@@ -13,7 +13,11 @@ What each defect must become, and why:
   the error: failing the run would hold back every day of a multi-day backfill for one damaged object,
   and the loss is visible, per day, in the quarantine (the unknown rest of the file cannot be counted).
 * ``zero_byte_file``, ``empty_gzip`` — read, hold no line: nothing to count.
-* ``malformed_json``, ``nul_byte`` (Spark's parser would ignore what follows the object) — quarantined.
+* ``malformed_json``, ``nul_byte``, ``text_after_object`` (Spark's parser would ignore what follows the
+  object) — ``malformed_json``.
+* ``concatenated_records`` (``{...}{...}`` on one line: Firehose without a record delimiter) — the line is
+  quarantined whole as ``multiple_json_values``, never read as its first record; ``braces_in_string``
+  (``}{`` inside a string value) is one record, written.
 * ``missing_event_id``, ``empty_event_id`` — ``missing_event_id``.
 * ``missing_event_time``, ``unparseable_event_time``, ``date_only_time``, ``bare_year_time``,
   ``epoch_overflow`` — ``unparseable_event_time`` (a date is not an instant; 10^18 ms overflows).
@@ -165,6 +169,11 @@ def write_corpus(root: Path) -> Corpus:
         ),
         (v2("type-fraction", t, position_sec=42.7), "invalid_field", "wrong_type_fraction"),
         (INVALID_UTF8, "invalid_utf8", "invalid_utf8"),
+        # Firehose without a record delimiter: two records on one line. Never the first alone.
+        (v1("two-a", t) + v1("two-b", t), "multiple_json_values", "concatenated_records"),
+        (v1("spaced-a", t) + "  " + v1("spaced-b", t), "multiple_json_values", "concatenated_records"),
+        (v1("after", t) + "]x}", "malformed_json", "text_after_object"),
+        (v1("brace", t, user_id='a"}{"b'), "written", "braces_in_string"),  # `}{` inside a string
     ]
     w.lines(h(DAY1, 5), "defects.jsonl.gz", [(text, outcome) for text, outcome, _ in bad])
     w.corpus.defects.update(defect for _, _, defect in bad)
