@@ -3,8 +3,7 @@
 The rules are evaluated on the raw lines exactly as they sit in the archive (not on the generator's
 intentions), so the truth is what any faithful reader of the files would compute:
 
-1. A line is *malformed* if its JSON does not parse (``malformed_json``; ``multiple_json_values`` when it
-   holds several objects back to back, which is never read as its first one), it has no or an empty
+1. A line is *malformed* if its JSON does not parse (``malformed_json``), it has no or an empty
    ``event_id`` (``missing_event_id``), or its ``event_time`` does not parse (``unparseable_event_time``),
    checked in that order. ``event_time`` parses if it is a JSON integer (epoch milliseconds, schema v2)
    or an ISO-8601 string (schema v1, ``...Z``).
@@ -36,7 +35,6 @@ _MS = dt.timedelta(milliseconds=1)
 
 QUARANTINE_REASONS: tuple[str, ...] = (
     "malformed_json",
-    "multiple_json_values",
     "missing_event_id",
     "unparseable_event_time",
     "too_late",
@@ -60,7 +58,6 @@ class ArchiveLine:
 
 _DAY_NAMES: dict[int, str] = {}
 _decode_json = json.JSONDecoder().decode
-_raw_decode_json = json.JSONDecoder().raw_decode
 
 
 def ms_to_day(ms: int) -> str:
@@ -93,22 +90,6 @@ def parse_event_time(value: object) -> int | None:
     return None
 
 
-def _json_values(text: str) -> int:
-    """How many JSON objects `text` holds back to back (0 when it is not only objects)."""
-    count, at, end = 0, 0, len(text.rstrip())
-    while at < end:
-        while text[at].isspace():
-            at += 1
-        try:
-            value, at = _raw_decode_json(text, at)
-        except ValueError:
-            return 0
-        if not isinstance(value, dict):
-            return 0
-        count += 1
-    return count
-
-
 def classify_line(text: str) -> tuple[str | None, dict | None, int | None]:
     """Apply the malformed-line rules to one raw line.
 
@@ -118,7 +99,7 @@ def classify_line(text: str) -> tuple[str | None, dict | None, int | None]:
     try:
         record = _decode_json(text)
     except ValueError:
-        return ("multiple_json_values" if _json_values(text) > 1 else "malformed_json"), None, None
+        return "malformed_json", None, None
     if not isinstance(record, dict):
         return "malformed_json", None, None
     event_id = record.get("event_id")
