@@ -4,15 +4,31 @@
   hour whose manifest changed gets a new data version.
 - A day is in the **refresh window** when it is settled (day end + allowed_lateness + 1h has passed) and
   within `refresh_horizon` of the end of the latest complete day. Nothing outside it is requested.
-- Events of a day in the window are requested when the day has never been materialized (and its last
-  attempt did not fail), when it has just settled (a day run before it settled is run again), or when an
-  archive hour of its exact read window got a new data version since the day was last requested or
-  materialized (a late file). Never while the day or the archive observation is in progress.
-- The active version's shadow, then production, follow the same window: requested when their parent was
-  updated, or when never materialized; never while the parent day is missing or in progress, or while
-  the parent's blocking checks have not passed for that day (partitioned checks: per day). A parent
-  requested on the same tick counts as updated, and its checks as passing if that day's last verdicts
-  passed: a re-run of a validated day is one run, stopped inside the run by its blocking checks.
+- Events of a day in the window are requested when the day is missing, when it has just settled (a day
+  run before it settled is run again), or when what its last run read differs from the archive as
+  observed after that read (`read_versions.ArchiveReadChanged`: a comparison, so neither a first
+  observation nor a file observed while the day's run is in flight is mistaken for, or lost as, a change).
+- The active version's shadow, then production, are requested when missing, when a parent was updated
+  since the day itself was (by any run, its own chain's included), or when a parent is requested on the
+  same tick; never while the parent day is missing or in progress, or while the parent's blocking checks
+  have not passed for that day. A parent requested on the same tick counts as passing if that day's last
+  verdicts passed: a re-run of a validated day is one run, stopped inside the run by its blocking checks.
+
+The state of a day, per asset (events, shadow, production), and what moves it:
+
+| state | moves to | when (condition) |
+| --- | --- | --- |
+| current | requested | events: missing, newly settled, or `ArchiveReadChanged`; shadow/production: missing, a parent updated since this day was (`behind_parent`), or a parent requested on this tick; always within the refresh window, with the parent's blocking checks passed and nothing in progress |
+| requested | in progress | the sensor's run request starts a run; `in_progress` blocks a second request |
+| in progress | validated / promoted (current) | the run materializes the day after its blocking checks passed (shadow: validated; production: promoted, the gate let it through) |
+| in progress | failed | a blocking check failed, the step raised, or the worker died (run monitoring fails the run) |
+| in progress | refused | production's gate refused (the events changed since the shadow was validated, a fence): a failed step, so a failed day |
+| failed / refused | requested | shadow/production: a parent was materialized after the failed attempt began (`FailedSinceParentUpdate` is false), e.g. the shadow updated in the refused chain itself, or re-validated later; events: what the day would read changed (`ArchiveReadChanged` against the failed attempt's own read, or an archive hour changed since the request) |
+| failed / refused | stays | nothing it depends on changed since the attempt: retrying would repeat the failure, so the day waits, quietly, for a new trigger; a crashed run (no verdict) is re-executed on the next tick (`failures.FailedOnAVerdict`) |
+
+The latch that used to request a downstream day (`any_deps_updated().since_last_handled()`) lost both
+retries: `any_deps_updated` ignores a parent update by a run that also targeted the day, and the latch is
+reset by the request itself, so a promotion refused inside its chain was never requested again.
 
 `SettledDays` is the one custom condition: no built-in condition is anchored to the evaluation time with
 an hour-level offset (`in_latest_time_window` only counts whole partitions back from the latest one). It
@@ -32,6 +48,8 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 
+from backfill_platform.automation.failures import FailedOnAVerdict, FailedSinceParentUpdate
+from backfill_platform.automation.read_versions import ArchiveReadChanged, HasReadRecord
 from backfill_platform.specs.stream import StreamSpec
 
 HOUR = timedelta(hours=1)
@@ -83,13 +101,6 @@ def refresh_window(spec: StreamSpec) -> AutomationCondition:
     ).with_label(f"settled, within {spec.refresh_horizon}")
 
 
-def _never_materialized() -> AutomationCondition:
-    # Failed attempts are not retried on every tick: a new trigger (late file, settling) retries them.
-    return (AutomationCondition.missing() & ~AutomationCondition.execution_failed()).with_label(
-        "never materialized (and not failed)"
-    )
-
-
 def archive_observation_condition(spec: StreamSpec) -> AutomationCondition:
     """Observe the archive once per cron tick. The latest ingestion hour stands for the whole archive:
     the observation function lists every hour and reports a data version for each."""
@@ -101,27 +112,56 @@ def archive_observation_condition(spec: StreamSpec) -> AutomationCondition:
     ).with_label(f"observe on {cron} (UTC)")
 
 
-def events_condition(spec: StreamSpec) -> AutomationCondition:
-    """Events of a settled day: new, just settled, or one of its archive hours has a new data version."""
+def events_condition(spec: StreamSpec, archive: AssetKey) -> AutomationCondition:
+    """Events of a settled day: new, just settled, or what it read differs from the archive as observed."""
     window = refresh_window(spec)
     archive_hour_changed = AutomationCondition.any_deps_match(AutomationCondition.newly_updated()).with_label(
         "an archive hour of its read window has a new data version"
     )
+    read_changed = ArchiveReadChanged(spec, archive)
+    # Days materialized before read versions were recorded fall back to the edge of an observation.
+    legacy_changed = (archive_hour_changed.since_last_handled() & ~HasReadRecord()).with_label(
+        "an archive hour changed (no read recorded)"
+    )
     return (
         window
         & (
-            _never_materialized()
-            | (window.newly_true().with_label("newly settled") | archive_hour_changed).since_last_handled()
+            AutomationCondition.missing()
+            | window.newly_true().with_label("newly settled").since_last_handled()
+            | read_changed
+            | legacy_changed
         )
+        # A failed day waits until what it would read changed: no retry of the same failure every tick.
+        & ~(
+            AutomationCondition.execution_failed()
+            & FailedOnAVerdict()
+            & ~read_changed
+            & ~archive_hour_changed.since(AutomationCondition.newly_requested())
+        ).with_label("failed, and nothing it reads changed since")
         & ~AutomationCondition.any_deps_in_progress()
         & ~AutomationCondition.in_progress()
     ).with_label("daily refresh: events")
 
 
 def _downstream_condition(spec: StreamSpec, label: str) -> AutomationCondition:
+    # Updated by any run, this day's own included: a run that updated the parent and then failed on this
+    # day leaves it behind its parent. `any_deps_updated` ignores updates by runs that targeted this day,
+    # and `since_last_handled` resets on the request: a refused promotion was never requested again.
+    parent_updated = AutomationCondition.any_deps_match(AutomationCondition.newly_updated()).with_label(
+        "a parent was updated"
+    )
+    behind_parent = parent_updated.since(AutomationCondition.newly_updated()).with_label(
+        "a parent was updated since this day was"
+    )
+    parent_requested = AutomationCondition.any_deps_match(AutomationCondition.will_be_requested()).with_label(
+        "a parent is requested on this tick"
+    )
     return (
         refresh_window(spec)
-        & (_never_materialized() | AutomationCondition.any_deps_updated().since_last_handled())
+        & (AutomationCondition.missing() | behind_parent | parent_requested)
+        & ~(
+            AutomationCondition.execution_failed() & FailedOnAVerdict() & FailedSinceParentUpdate()
+        ).with_label("failed, and no parent updated since")
         & AutomationCondition.all_deps_blocking_checks_passed()
         & ~AutomationCondition.any_deps_missing()
         & ~AutomationCondition.any_deps_in_progress()

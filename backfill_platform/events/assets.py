@@ -1,6 +1,7 @@
 """The events asset of a stream: the archive re-derived into a clean, event-time-partitioned table."""
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from dagster import (
     AssetCheckSpec,
@@ -18,6 +19,7 @@ from backfill_platform.archive.assets import archive_key
 from backfill_platform.archive.listing import archive_for
 from backfill_platform.automation.conditions import events_condition
 from backfill_platform.automation.mapping import ArchiveReadWindowMapping
+from backfill_platform.automation.read_versions import read_observations
 from backfill_platform.events.checks import (
     CHECK_DESCRIPTIONS,
     REQUIRED_COLUMNS,
@@ -66,7 +68,7 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
                 partitions_def=partitions,
                 # A day that fails a blocking check is not materialized (see validation/verdicts.py).
                 skippable=True,
-                automation_condition=events_condition(spec),
+                automation_condition=events_condition(spec, archive_key(spec)),
                 group_name=spec.name,
                 kinds={"spark", "iceberg"},
                 owners=[spec.owner],
@@ -99,6 +101,7 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
         session = spark.spark_session
         window = context.partition_time_window
         per_day = promotion_policy(context.run.tags) == PER_DAY
+        listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
         result = ingest_window(
             session, spec, archive_for(spec), window.start, window.end, run_properties(context)
         )
@@ -143,6 +146,10 @@ def build_events_asset(spec: StreamSpec) -> AssetsDefinition:
             }
             for day in days
         }
+        # What each day read, committed or not: the daily refresh compares it with the archive to decide
+        # whether a day is behind it, or whether a failed day would only fail again on the same files.
+        for observation in read_observations(key, spec, result.files, days, listed_at):
+            context.log_event(observation)
         yield from day_outcomes(
             context,
             key,
