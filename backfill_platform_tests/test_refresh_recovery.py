@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from dagster import (
+    AssetCheckKey,
     AssetCheckSpec,
     AssetDep,
     AssetKey,
@@ -47,6 +48,7 @@ SHADOW, PRODUCTION = AssetKey(["shadow", "v2"]), AssetKey(["prod", "production"]
 NAMES = {EVENTS: "events", SHADOW: "shadow", PRODUCTION: "production"}
 LATE_DAY = "2026-10-08"
 LATE_HOUR = "2026-10-08-12:00"
+DIVERGENCE = "divergence_vs_production"
 
 
 def midnight(day: str) -> datetime:
@@ -59,6 +61,7 @@ class Refresh:
     def __init__(self, stream, instance):
         self.stream, self.instance, self.cursor = stream, instance, None
         self.refuse: set[AssetKey] = set()  # steps that fail (the gate refusing, a check failing)
+        self.diverge = False  # the shadow differs from production (its divergence check warns)
         self.versions: dict[str, str] = {}
         # A run in flight when a file arrived: what it listed, and when (None: what is there, now).
         self.listed: tuple[dict[str, str], float] | None = None
@@ -73,7 +76,7 @@ class Refresh:
         def archive():
             return DataVersionsByPartition({})
 
-        def step(key, parent, condition, check, mapping=None):
+        def step(key, parent, condition, check, mapping=None, warning=None):
             @multi_asset(
                 name=NAMES[key],
                 specs=[
@@ -85,7 +88,10 @@ class Refresh:
                         automation_condition=condition,
                     )
                 ],
-                check_specs=[AssetCheckSpec(check, asset=key, blocking=True, partitions_def=days)],
+                check_specs=[
+                    AssetCheckSpec(name, asset=key, blocking=True, partitions_def=days)
+                    for name in filter(None, [check, warning])
+                ],
                 can_subset=True,
                 backfill_policy=backfill_policy(None),
             )
@@ -98,6 +104,10 @@ class Refresh:
                     for day in chosen:
                         context.log_event(self.read_record(day, versions, at))
                 verdicts = [DayVerdict(check, day, True) for day in chosen]
+                if warning:  # a check declared blocking that only warns, as divergence from production
+                    verdicts += [
+                        DayVerdict(warning, day, not self.diverge, {}, blocking=False) for day in chosen
+                    ]
                 yield from day_outcomes(context, key, verdicts, {day: {} for day in chosen}, {}, False)
 
             return _step
@@ -106,8 +116,13 @@ class Refresh:
         self.assets = [
             archive,
             step(EVENTS, ARCHIVE, events_condition(stream, ARCHIVE), "reconciliation", mapping),
-            step(SHADOW, EVENTS, shadow_condition(stream), "row_counts"),
-            step(PRODUCTION, SHADOW, production_condition(stream), "promotion_verified"),
+            step(SHADOW, EVENTS, shadow_condition(stream), "row_counts", warning=DIVERGENCE),
+            step(
+                PRODUCTION,
+                SHADOW,
+                production_condition(stream, warning_checks=[AssetCheckKey(SHADOW, DIVERGENCE)]),
+                "promotion_verified",
+            ),
         ]
 
     def read_record(self, day: str, versions: dict[str, str], at: float) -> AssetObservation:
@@ -219,3 +234,17 @@ def test_a_late_file_observed_while_its_day_runs_is_still_read(refresh):
     assert LATE_DAY not in r.tick(later(r)).get(EVENTS, set())
     r.observe()  # the next observation: the day read what is there now
     assert LATE_DAY not in r.tick(later(r)).get(EVENTS, set())
+
+
+def test_a_shadow_re_validated_alone_that_diverges_from_production_is_promoted(refresh):
+    """After a late file the shadow differs from production by design: its divergence check warns, and
+    the day must still be promoted (Dagster counts a failed warning as a failed blocking check)."""
+    r = refresh
+    r.observe({LATE_HOUR: "v2"})
+    r.tick(later(r))
+    r.refuse = {PRODUCTION}
+    assert not r.run([EVENTS, SHADOW, PRODUCTION], LATE_DAY)
+    r.refuse = set()
+    r.diverge = True
+    assert r.run([SHADOW], LATE_DAY)  # re-validated alone, diverging: a warning
+    assert r.tick(later(r)).get(PRODUCTION) == {LATE_DAY}

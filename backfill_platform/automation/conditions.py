@@ -26,6 +26,10 @@ The state of a day, per asset (events, shadow, production), and what moves it:
 | failed / refused | requested | shadow/production: a parent was materialized after the failed attempt began (`FailedSinceParentUpdate` is false), e.g. the shadow updated in the refused chain itself, or re-validated later; events: what the day would read changed (`ArchiveReadChanged` against the failed attempt's own read, or an archive hour changed since the request) |
 | failed / refused | stays | nothing it depends on changed since the attempt: retrying would repeat the failure, so the day waits, quietly, for a new trigger; a crashed run (no verdict) is re-executed on the next tick (`failures.FailedOnAVerdict`) |
 
+Divergence from production is declared blocking (a run may set a bound) but only warns in the refresh's
+runs; Dagster counts a failed warning as a failed blocking check, so production's gate on its parent's
+checks leaves it aside: a shadow re-validated alone after a late file always diverges from production.
+
 The latch that used to request a downstream day (`any_deps_updated().since_last_handled()`) lost both
 retries: `any_deps_updated` ignores a parent update by a run that also targeted the day, and the latch is
 reset by the request itself, so a promotion refused inside its chain was never requested again.
@@ -38,10 +42,13 @@ evaluated by an automation sensor running in the user code server (see `automati
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from dagster import (
+    AssetCheckKey,
     AssetKey,
+    AssetSelection,
     AutomationCondition,
     AutomationContext,
     AutomationResult,
@@ -143,7 +150,27 @@ def events_condition(spec: StreamSpec, archive: AssetKey) -> AutomationCondition
     ).with_label("daily refresh: events")
 
 
-def _downstream_condition(spec: StreamSpec, label: str) -> AutomationCondition:
+def _parent_checks_passed(warning_checks: Sequence[AssetCheckKey]) -> AutomationCondition:
+    """The parent day's blocking checks passed, or the parent is requested on this tick.
+
+    `all_deps_blocking_checks_passed`, less the checks declared blocking that may only warn: Dagster counts
+    a failed warning as not passed, so a shadow re-validated alone after a late file (which diverges from
+    production by design) would never be promoted. Such a check that does block fails the run itself.
+    """
+    checks = AutomationCondition.all_checks_match(
+        AutomationCondition.check_passed() | AutomationCondition.will_be_requested(), blocking_only=True
+    )
+    if warning_checks:
+        checks = checks.ignore(AssetSelection.checks(*warning_checks))
+    return AutomationCondition.all_deps_match(checks.with_label("all_blocking_checks_passed")).with_label(
+        "all_deps_blocking_checks_passed"
+        + (f" (warnings of {', '.join(k.name for k in warning_checks)} aside)" if warning_checks else "")
+    )
+
+
+def _downstream_condition(
+    spec: StreamSpec, label: str, warning_checks: Sequence[AssetCheckKey] = ()
+) -> AutomationCondition:
     # Updated by any run, this day's own included: a run that updated the parent and then failed on this
     # day leaves it behind its parent. `any_deps_updated` ignores updates by runs that targeted this day,
     # and `since_last_handled` resets on the request: a refused promotion was never requested again.
@@ -162,7 +189,7 @@ def _downstream_condition(spec: StreamSpec, label: str) -> AutomationCondition:
         & ~(
             AutomationCondition.execution_failed() & FailedOnAVerdict() & FailedSinceParentUpdate()
         ).with_label("failed, and no parent updated since")
-        & AutomationCondition.all_deps_blocking_checks_passed()
+        & _parent_checks_passed(warning_checks)
         & ~AutomationCondition.any_deps_missing()
         & ~AutomationCondition.any_deps_in_progress()
         & ~AutomationCondition.in_progress()
@@ -174,6 +201,9 @@ def shadow_condition(spec: StreamSpec) -> AutomationCondition:
     return _downstream_condition(spec, "daily refresh: active shadow")
 
 
-def production_condition(spec: StreamSpec) -> AutomationCondition:
-    """Promotion of a settled day, after (or with) the active shadow. `spec` is the source stream."""
-    return _downstream_condition(spec, "daily refresh: production")
+def production_condition(
+    spec: StreamSpec, warning_checks: Sequence[AssetCheckKey] = ()
+) -> AutomationCondition:
+    """Promotion of a settled day, after (or with) the active shadow. `spec` is the source stream;
+    `warning_checks` are the shadow's checks that only warn in the refresh's runs (divergence)."""
+    return _downstream_condition(spec, "daily refresh: production", warning_checks)

@@ -3,6 +3,7 @@
 from collections.abc import Iterator
 
 from dagster import (
+    AssetCheckKey,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
@@ -20,6 +21,7 @@ from backfill_platform.lakehouse.tables import PROD_NAMESPACE
 from backfill_platform.partitions import backfill_policy, event_partitions
 from backfill_platform.promotion.promote import promote
 from backfill_platform.shadow.assets import shadow_key, window_days
+from backfill_platform.shadow.validate import DIVERGENCE
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
@@ -56,7 +58,11 @@ def build_production_asset(spec: DatasetSpec, stream: StreamSpec) -> AssetsDefin
                 partitions_def=partitions,
                 # Only promoted days are materialized; refused or held-back days are not.
                 skippable=True,
-                automation_condition=production_condition(stream),
+                # Divergence from production only warns (unless a run sets a bound): after a late file the
+                # re-validated shadow always diverges, and must still be promoted.
+                automation_condition=production_condition(
+                    stream, warning_checks=[AssetCheckKey(shadow_key(spec, version), DIVERGENCE)]
+                ),
                 group_name=spec.name,
                 kinds={"spark", "iceberg"},
                 owners=[spec.owner],
