@@ -34,9 +34,11 @@ The latch that used to request a downstream day (`any_deps_updated().since_last_
 retries: `any_deps_updated` ignores a parent update by a run that also targeted the day, and the latch is
 reset by the request itself, so a promotion refused inside its chain was never requested again.
 
-`SettledDays` is the one custom condition: no built-in condition is anchored to the evaluation time with
-an hour-level offset (`in_latest_time_window` only counts whole partitions back from the latest one). It
-is not serialized into the code location snapshot (only its description is), so these conditions are
+Custom conditions, where no built-in one says it: `SettledDays` (no built-in condition is anchored to the
+evaluation time with an hour-level offset; `in_latest_time_window` only counts whole partitions back from
+the latest one), `ArchiveReadChanged`/`HasReadRecord` (a comparison of recorded reads, `read_versions`)
+and `FailedOnAVerdict`/`FailedSinceParentUpdate` (why and when a day failed, `failures`). They are not
+serialized into the code location snapshot (only their descriptions are), so these conditions are
 evaluated by an automation sensor running in the user code server (see `automation.sensor`).
 """
 

@@ -28,6 +28,7 @@ from dagster import (
     AutomationContext,
     AutomationResult,
     DagsterEventType,
+    DagsterInstance,
 )
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
@@ -90,33 +91,19 @@ class ArchiveReadChanged(AutomationCondition[AssetKey]):
         return False
 
     def evaluate(self, context: AutomationContext) -> AutomationResult:
-        days = sorted(context.candidate_subset.expensively_compute_partition_keys())
-        storage = context.asset_graph_view.instance.event_log_storage
-        last = context.asset_graph_view.instance.fetch_observations(self.archive, limit=1).records
-        changed: set[str] = set()
-        if days and last:
-            observed_at = last[0].timestamp
-            reads = storage.get_latest_tags_by_partition(
-                context.key, DagsterEventType.ASSET_OBSERVATION, [DATA_VERSION_TAG], days
-            )
-            recorded = {
-                day: tags[DATA_VERSION_TAG].split("@")
-                for day, tags in reads.items()
-                if "@" in tags[DATA_VERSION_TAG]
-            }
-            # Only days read before the archive's last observation can be compared with it.
-            comparable = {day: version for day, (version, at) in recorded.items() if float(at) < observed_at}
-            windows = {day: window_hours(self.spec, _midnight(day)) for day in comparable}
-            needed = sorted({hour for hours_ in windows.values() for hour in hours_})
-            observed = {
-                hour: tags[DATA_VERSION_TAG]
-                for hour, tags in storage.get_latest_tags_by_partition(
-                    self.archive, DagsterEventType.ASSET_OBSERVATION, [DATA_VERSION_TAG], needed
-                ).items()
-            }
-            changed = {
-                day for day, version in comparable.items() if read_version(observed, windows[day]) != version
-            }
+        instance = context.asset_graph_view.instance
+        recorded = recorded_reads(context)
+        last = instance.fetch_observations(self.archive, limit=1).records if recorded else []
+        # Only days read before the archive's last observation can be compared with it.
+        comparable = {
+            day: version for day, (version, at) in recorded.items() if last and at < last[0].timestamp
+        }
+        windows = {day: window_hours(self.spec, _midnight(day)) for day in comparable}
+        needed = sorted({hour for hours_ in windows.values() for hour in hours_})
+        observed = _latest_versions(instance, self.archive, needed) if needed else {}
+        changed = {
+            day for day, version in comparable.items() if read_version(observed, windows[day]) != version
+        }
         return AutomationResult(
             context=context,
             true_subset=context.candidate_subset.compute_intersection_with_partition_keys(changed),
@@ -135,19 +122,32 @@ class HasReadRecord(AutomationCondition[AssetKey]):
         return False
 
     def evaluate(self, context: AutomationContext) -> AutomationResult:
-        days = sorted(context.candidate_subset.expensively_compute_partition_keys())
-        reads = (
-            context.asset_graph_view.instance.event_log_storage.get_latest_tags_by_partition(
-                context.key, DagsterEventType.ASSET_OBSERVATION, [DATA_VERSION_TAG], days
-            )
-            if days
-            else {}
-        )
-        recorded = {day for day, tags in reads.items() if "@" in tags.get(DATA_VERSION_TAG, "")}
         return AutomationResult(
             context=context,
-            true_subset=context.candidate_subset.compute_intersection_with_partition_keys(recorded),
+            true_subset=context.candidate_subset.compute_intersection_with_partition_keys(
+                set(recorded_reads(context))
+            ),
         )
+
+
+def recorded_reads(context: AutomationContext) -> dict[str, tuple[str, float]]:
+    """The candidate days' latest recorded reads: day -> (read version, when the run listed the archive)."""
+    days = sorted(context.candidate_subset.expensively_compute_partition_keys())
+    versions = _latest_versions(context.asset_graph_view.instance, context.key, days) if days else {}
+    reads = {}
+    for day, value in versions.items():
+        version, _, at = value.partition("@")
+        if at:  # other data versions of the events asset are not reads
+            reads[day] = (version, float(at))
+    return reads
+
+
+def _latest_versions(instance: DagsterInstance, key: AssetKey, partitions: list[str]) -> dict[str, str]:
+    """The latest observed data version of each partition (one query: Dagster indexes this tag)."""
+    tags = instance.event_log_storage.get_latest_tags_by_partition(
+        key, DagsterEventType.ASSET_OBSERVATION, [DATA_VERSION_TAG], partitions
+    )
+    return {partition: t[DATA_VERSION_TAG] for partition, t in tags.items() if DATA_VERSION_TAG in t}
 
 
 def _midnight(day: str) -> datetime:
