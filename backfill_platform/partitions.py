@@ -17,6 +17,8 @@ from dagster import (
 from backfill_platform.specs.stream import StreamSpec
 
 DAY = timedelta(days=1)
+# The key format of the archive's hourly ingestion partitions.
+HOUR_KEY = "%Y-%m-%d-%H:%M"
 
 
 def event_partitions(spec: StreamSpec) -> DailyPartitionsDefinition:
@@ -26,7 +28,7 @@ def event_partitions(spec: StreamSpec) -> DailyPartitionsDefinition:
 def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
     # The first event day can be fed by files ingested the hour before it (producers' clock skew).
     first = datetime.combine(spec.first_partition - DAY, datetime.min.time())
-    return HourlyPartitionsDefinition(start_date=first.strftime("%Y-%m-%d-%H:%M"), timezone="UTC")
+    return HourlyPartitionsDefinition(start_date=first.strftime(HOUR_KEY), timezone="UTC")
 
 
 def backfill_policy(max_partitions_per_run: int | None) -> BackfillPolicy:

@@ -14,7 +14,7 @@ from dagster import (
 from backfill_platform import settings
 from backfill_platform.archive.listing import archive_for, list_files, manifest_fingerprint
 from backfill_platform.automation.conditions import archive_observation_condition
-from backfill_platform.partitions import ingestion_partitions
+from backfill_platform.partitions import HOUR_KEY, ingestion_partitions
 from backfill_platform.specs.stream import StreamSpec
 
 OBSERVE_ALL_TAG = "backfill_platform/observe_all"
@@ -53,7 +53,7 @@ def build_archive_asset(spec: StreamSpec) -> AssetsDefinition:
         files = list_files(archive_for(spec), first, now)
         by_hour = defaultdict(list)
         for f in files:
-            by_hour[f.ingestion_hour.strftime("%Y-%m-%d-%H:%M")].append(f)
+            by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
         versions = {hour: DataVersion(manifest_fingerprint(fs)) for hour, fs in by_hour.items()}
         context.log.info(
             f"{spec.name} archive: {len(files)} files, {sum(f.size for f in files):,} bytes "

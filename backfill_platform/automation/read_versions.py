@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from dagster import (
     AssetKey,
@@ -34,10 +34,8 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from backfill_platform.archive.listing import ArchiveFile, hours, manifest_fingerprint
 from backfill_platform.automation.mapping import ArchiveReadWindowMapping
+from backfill_platform.partitions import DAY, HOUR_KEY
 from backfill_platform.specs.stream import StreamSpec
-
-DAY = timedelta(days=1)
-HOUR_KEY = "%Y-%m-%d-%H:%M"  # the archive's ingestion partitions
 
 
 def read_version(hour_versions: dict[str, str], window_hours: Iterable[str]) -> str:
