@@ -102,7 +102,7 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 
 # Builds the relocated Jackson jar the bundled Iceberg runtime lacks; a no-op once it exists.
 jars: system-deps venv
-	$(BIN)/python -m backfill_platform.lakehouse.jar_repair --jarjar $(JARJAR_JAR)
+	$(BIN)/python -m backfill_platform.devtools.jar_repair --jarjar $(JARJAR_JAR)
 
 demo: setup
 	$(BIN)/backfill-platform demo

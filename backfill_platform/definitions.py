@@ -11,7 +11,7 @@ def defs() -> Definitions:
     from dagster.components import load_defs
 
     import backfill_platform.defs
-    from backfill_platform.factory import spec_folder_definitions
+    from backfill_platform.orchestration.factory import spec_folder_definitions
 
     # The package's parent is the project root in a checkout and in site-packages alike.
     project_root = Path(backfill_platform.defs.__file__).parents[2]

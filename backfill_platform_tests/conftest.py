@@ -80,7 +80,7 @@ def playback(specs):
 @pytest.fixture(scope="session")
 def truth(data_dir: Path) -> dict:
     """A small generated playback archive (DAYS days) and the generator's exact truth for it."""
-    from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+    from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 
     config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=11)
     return generate_playback_archive(data_dir / "archive" / "playback", config)
@@ -101,7 +101,7 @@ def events_materialized(truth, playback, spark_resource):
 
     from dagster import materialize
 
-    from backfill_platform.events.assets import build_events_asset
+    from backfill_platform.pipeline.events.assets import build_events_asset
 
     result = materialize(
         [build_events_asset(playback)],

@@ -8,7 +8,7 @@ dataset `views_gap_ui` on it. (Not `playback_gap`: test_completeness.py uses tha
 catalog and data directory.) `playback_submitted`/`views_submitted`: a whole copy, which
 test_cli_instance.py backfills through `backfill-platform backfill --instance`.
 
-The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/operations/submit.py`.
+The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/ops/submit.py`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import pytest
 import yaml
 
 from backfill_platform import settings
-from backfill_platform.operations import submit
-from backfill_platform.operations.submit import GraphQLClient, SubmitError
+from backfill_platform.ops import submit
+from backfill_platform.ops.submit import GraphQLClient, SubmitError
 from backfill_platform.specs.loader import builtin_spec_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -29,12 +29,12 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.definitions.sensor_definition import SensorType
 from pydantic import ValidationError
 
-from backfill_platform.archive.listing import hours
-from backfill_platform.automation.mapping import ArchiveReadWindowMapping
-from backfill_platform.automation.sensor import SENSOR_NAME
-from backfill_platform.events.ingest import read_window
-from backfill_platform.factory import build_definitions
-from backfill_platform.partitions import event_partitions, ingestion_partitions
+from backfill_platform.orchestration.automation.sensor import SENSOR_NAME
+from backfill_platform.orchestration.factory import build_definitions
+from backfill_platform.pipeline.archive.listing import hours
+from backfill_platform.pipeline.events.ingest import read_window
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
 from backfill_platform.specs.loader import SpecSet
 from backfill_platform.specs.stream import StreamSpec
 

@@ -1,4 +1,4 @@
-"""The bad-input corpus (`generator/corpus.py`) through `ingest_window`: nothing crashes, is lost or altered.
+"""The bad-input corpus (`devtools/generator/corpus.py`) through `ingest_window`: nothing crashes, is lost or altered.
 
 The corpus is ingested once (two event days) for a copy of the playback stream under its own name; each
 test reads what that run committed. What each defect must become, and why, is in the corpus' docstring.
@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from backfill_platform.archive.listing import archive_for
-from backfill_platform.events.checks import reconciliation_check
-from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table
-from backfill_platform.generator.corpus import DAY1, DAY2, INVALID_UTF8, write_corpus
+from backfill_platform.devtools.generator.corpus import DAY1, DAY2, INVALID_UTF8, write_corpus
+from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.events.checks import reconciliation_check
+from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 
 STREAM = "playback_corpus"
 START, END = DAY1, DAY2 + timedelta(days=1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from backfill_platform.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
+from backfill_platform.devtools.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
 
 
 def test_bench_smoke(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.tables import current_snapshot_id
-from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START
+from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform_tests.conftest import DAYS, START
 
 pytestmark = pytest.mark.other_writers

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from backfill_platform import settings
-from backfill_platform.operations import submit
-from backfill_platform.operations.explain import describe
-from backfill_platform.shadow.validate import CHECKSUMS, ROW_COUNTS
+from backfill_platform.ops import submit
+from backfill_platform.ops.explain import describe
+from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
 from backfill_platform_tests.dagster_dev import (
     SUBMIT_DATASET,
     SUBMIT_STREAM,
@@ -106,7 +106,8 @@ def test_backfill_submitted_to_the_webserver(dagster_dev, data_dir: Path, dagste
     assert all(s["numPartitionsMaterialized"] == len(DAYS) for s in statuses.values()), statuses
 
     # The ledger (PyIceberg): each day promoted by that run; production holds the shadow's rows.
-    from backfill_platform.operations.ledger_view import in_production, ledger_rows, open_catalog
+    from backfill_platform.lakehouse.resources import open_catalog
+    from backfill_platform.ops.ledger_view import in_production, ledger_rows
 
     catalog = open_catalog()
     promoted = {str(d): r for d, r in in_production(ledger_rows(catalog, SUBMIT_DATASET)).items()}
@@ -151,7 +152,7 @@ def test_the_data_directory_holds_the_dagster_instance(tmp_path: Path, monkeypat
     """Without DAGSTER_HOME, runs are stored under <BACKFILL_PLATFORM_DATA>/dagster (CLI and make)."""
     from dagster import DagsterInstance, asset, materialize
 
-    from backfill_platform.instance import instance_from_env
+    from backfill_platform.orchestration.instance import instance_from_env
 
     data = tmp_path / "lake"
     monkeypatch.delenv("DAGSTER_HOME", raising=False)

@@ -15,14 +15,14 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.archive.listing import ArchiveFile
-from backfill_platform.events.assets import build_events_asset
-from backfill_platform.events.completeness import completeness, day_horizon, required_hours
 from backfill_platform.lakehouse.tables import current_snapshot_id, snapshot_summary, table_exists
-from backfill_platform.ledger.ledger import latest_ingestions, ledger
-from backfill_platform.promotion.assets import build_production_asset
-from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.shadow.tables import production_table
+from backfill_platform.pipeline.archive.listing import ArchiveFile
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
+from backfill_platform.pipeline.ledger.ledger import latest_ingestions, ledger
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.test_promotion import dataset, failed_checks, prod_state, run

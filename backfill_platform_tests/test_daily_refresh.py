@@ -40,11 +40,7 @@ import pytest
 import yaml
 from pyspark.sql import functions as F
 
-from backfill_platform.archive.listing import archive_for, list_files
-from backfill_platform.automation.mapping import ArchiveReadWindowMapping
-from backfill_platform.automation.sensor import SENSOR_NAME
-from backfill_platform.events.completeness import completeness, day_horizon, required_hours
-from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.lakehouse.tables import (
     PLATFORM_NAMESPACE,
     PROD_NAMESPACE,
@@ -52,7 +48,11 @@ from backfill_platform.lakehouse.tables import (
     SHADOW_NAMESPACE,
     table_id,
 )
-from backfill_platform.ledger.ledger import ledger
+from backfill_platform.orchestration.automation.sensor import SENSOR_NAME
+from backfill_platform.pipeline.archive.listing import archive_for, list_files
+from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.dagster_dev import DagsterDev, dagster_dev_server

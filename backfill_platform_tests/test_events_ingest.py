@@ -8,10 +8,10 @@ import pytest
 from dagster import AssetKey
 from pyspark.sql import functions as F
 
-from backfill_platform.archive.listing import archive_for
-from backfill_platform.events.assets import events_key
-from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table
-from backfill_platform.validation.checksums import checksum
+from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.events.assets import events_key
+from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
+from backfill_platform.pipeline.validation.checksums import checksum
 from backfill_platform_tests.conftest import DAYS, START
 
 WINDOW = (

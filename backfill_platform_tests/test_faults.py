@@ -39,8 +39,8 @@ from backfill_platform.faults import (
     SHADOW_BEFORE_CHECKS,
 )
 from backfill_platform.lakehouse.resources import IcebergCatalogResource
-from backfill_platform.ledger.commits import DAYS
-from backfill_platform.runs.workers import WORKER_TAG, RunWorker
+from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
+from backfill_platform.pipeline.ledger.commits import DAYS
 from backfill_platform_tests.test_cli_backfill import DAGSTER_CLI, REPO_ROOT, write_dagster_home
 
 pytestmark = pytest.mark.other_writers

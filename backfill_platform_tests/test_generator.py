@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from backfill_platform.generator import GeneratorConfig, generate_playback_archive
+from backfill_platform.devtools.generator import GeneratorConfig, generate_playback_archive
 
 UTC = dt.UTC
 START = dt.date(2026, 10, 1)

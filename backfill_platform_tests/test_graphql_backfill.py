@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from backfill_platform.promotion.promote import ACTION, RANGE_END, RANGE_START
+from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform_tests.dagster_dev import VIEWS_BACKFILL_DAYS, VIEWS_BACKFILL_TAGS
 
 pytestmark = pytest.mark.other_writers

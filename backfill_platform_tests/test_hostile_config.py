@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_platform.archive.listing import archive_for
 from backfill_platform.lakehouse.tables import table_id
-from backfill_platform.ledger import ledger as ledger_module
+from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.ledger import ledger as ledger_module
 from backfill_platform.specs.common import check_catalog_name
 from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError, load_spec_file
 from backfill_platform.specs.stream import ARCHIVE_ROOTS_ENV, StreamSpec
@@ -159,7 +159,7 @@ def test_the_ledger_builds_no_sql_literal_by_hand():
 def test_ledger_lookups_with_quotes_are_values_not_sql(spark, data_dir):
     from datetime import date
 
-    from backfill_platform.ledger.ledger import latest_ingestions, latest_shadow_rows, ledger
+    from backfill_platform.pipeline.ledger.ledger import latest_ingestions, latest_shadow_rows, ledger
 
     hostile = "x' OR '1'='1"
     assert latest_ingestions(spark, hostile, [date(2026, 10, 1)]) == {}

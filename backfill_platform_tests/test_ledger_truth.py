@@ -14,20 +14,20 @@ import yaml
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.datasets.legacy import write_legacy_table
+from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.tables import current_snapshot_id
-from backfill_platform.ledger.ledger import ledger, ledger_table
-from backfill_platform.ledger.reconcile import reconcile_ledger
-from backfill_platform.promotion import adopt as adopt_module
-from backfill_platform.promotion import promote as promote_module
-from backfill_platform.promotion import revert as revert_module
-from backfill_platform.promotion.adopt import adopt
-from backfill_platform.promotion.promote import promote
-from backfill_platform.promotion.revert import revert_promotion
-from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.shadow.tables import production_table, read_range
+from backfill_platform.pipeline.ledger.ledger import ledger, ledger_table
+from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
+from backfill_platform.pipeline.promotion import adopt as adopt_module
+from backfill_platform.pipeline.promotion import promote as promote_module
+from backfill_platform.pipeline.promotion import revert as revert_module
+from backfill_platform.pipeline.promotion.adopt import adopt
+from backfill_platform.pipeline.promotion.promote import promote
+from backfill_platform.pipeline.promotion.revert import revert_promotion
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
+from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform.validation.buckets import partition_fingerprints
 from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, run
 
 
@@ -121,7 +121,7 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
 def test_the_revert_job_materializes_each_restored_day(
     ready, spark, spark_resource, playback, tmp_path, monkeypatch
 ):
-    from backfill_platform.promotion.jobs import revert_promotion_job
+    from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
     name = "views_truth_job"
     monkeypatch.setenv(settings.SPECS_ENV, str(write_spec(tmp_path / "specs", name)))
@@ -151,8 +151,8 @@ import os, signal, sys
 from datetime import date
 from dagster import materialize
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
-from backfill_platform.promotion import promote as promotion
-from backfill_platform.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.promotion import promote as promotion
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.loader import load_specs
 
 name, first, end = sys.argv[1], date.fromisoformat(sys.argv[2]), date.fromisoformat(sys.argv[3])

@@ -8,25 +8,25 @@ import pytest
 from dagster import materialize
 from pyspark.sql import functions as F
 
-from backfill_platform.datasets.legacy import write_legacy_table
+from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.tables import (
     current_snapshot_id,
     replace_range,
     snapshot_summary,
     table_exists,
 )
-from backfill_platform.ledger.ledger import ledger
-from backfill_platform.promotion.adopt import AdoptRefused, adopt
-from backfill_platform.promotion.assets import build_production_asset
-from backfill_platform.promotion.gate import PromotionRefused
-from backfill_platform.promotion.promote import fence_options, promote
-from backfill_platform.promotion.revert import RevertRefused, revert_promotion
-from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.shadow.tables import production_table, read_range, shadow_table
+from backfill_platform.pipeline.ledger.ledger import ledger
+from backfill_platform.pipeline.promotion.adopt import AdoptRefused, adopt
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.promotion.gate import PromotionRefused
+from backfill_platform.pipeline.promotion.promote import fence_options, promote
+from backfill_platform.pipeline.promotion.revert import RevertRefused, revert_promotion
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
+from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.validation.checksums import checksum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform.validation.buckets import partition_fingerprints
-from backfill_platform.validation.checksums import checksum
 from backfill_platform_tests.conftest import START, range_tags
 from backfill_platform_tests.transforms import EXCLUDED_DAY
 
@@ -310,7 +310,7 @@ def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource,
 
 
 def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
-    from backfill_platform.ledger.ledger import IngestionRow, ensure_ledger, ingestions_table
+    from backfill_platform.pipeline.ledger.ledger import IngestionRow, ensure_ledger, ingestions_table
 
     table = ingestions_table(spark)
     spark.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
@@ -346,7 +346,7 @@ def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
 
 
 def test_revert_job_restores_the_last_promotion(ready, spark, spark_resource, playback):
-    from backfill_platform.promotion.jobs import revert_promotion_job
+    from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
     spec = dataset("views_per_title")  # the job looks the dataset up by name among the loaded specs
     assert run(spark_resource, promotion_chain(spec, playback), D2, D2).success
@@ -363,7 +363,7 @@ def test_revert_job_restores_the_last_promotion(ready, spark, spark_resource, pl
 
 
 def test_cutover_review_and_retiring_an_old_shadow(ready, spark, spark_resource, playback):
-    from backfill_platform.promotion.cutover import drop_shadow, history_divergence
+    from backfill_platform.pipeline.promotion.cutover import drop_shadow, history_divergence
 
     spec = dataset("views_cutover")
     assert run(spark_resource, promotion_chain(spec, playback), D1, D1).success
@@ -378,7 +378,7 @@ def test_cutover_review_and_retiring_an_old_shadow(ready, spark, spark_resource,
 
 
 def test_a_day_without_archive_records_fails_its_events_checks(ready, spark_resource, playback):
-    from backfill_platform.events.assets import build_events_asset
+    from backfill_platform.pipeline.events.assets import build_events_asset
 
     missing = START + timedelta(days=25)  # the archive has nothing for it (lost or expired)
     result = run(spark_resource, [build_events_asset(playback)], missing, missing)
@@ -387,8 +387,8 @@ def test_a_day_without_archive_records_fails_its_events_checks(ready, spark_reso
 
 def test_events_rewritten_after_their_checks_block_the_shadow(ready, spark, spark_resource, playback):
     """A run that rewrote a day's events and died before its checks leaves an older verdict behind."""
-    from backfill_platform.events.assets import build_events_asset
-    from backfill_platform.events.ingest import events_table
+    from backfill_platform.pipeline.events.assets import build_events_asset
+    from backfill_platform.pipeline.events.ingest import events_table
 
     day = START + timedelta(days=4)
     spec = dataset("views_events_changed")

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from backfill_platform.datasets.legacy import write_legacy_table
+from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.tables import (
     current_snapshot_id,
     replace_days,
@@ -16,21 +16,21 @@ from backfill_platform.lakehouse.tables import (
     snapshot_summary,
     table_exists,
 )
-from backfill_platform.ledger.commits import (
+from backfill_platform.pipeline.ledger.commits import (
     DAYS,
     HELD_BACK,
     PROVISIONAL_DAYS,
     VALIDATION_RUNS,
     validation_runs,
 )
-from backfill_platform.ledger.ledger import ledger
-from backfill_platform.promotion.adopt import adopt
-from backfill_platform.promotion.gate import PromotionRefused
-from backfill_platform.promotion.promote import promote
-from backfill_platform.promotion.revert import revert_promotion
-from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.shadow.tables import production_table, read_range, shadow_table
-from backfill_platform.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.ledger.ledger import ledger
+from backfill_platform.pipeline.promotion.adopt import adopt
+from backfill_platform.pipeline.promotion.gate import PromotionRefused
+from backfill_platform.pipeline.promotion.promote import promote
+from backfill_platform.pipeline.promotion.revert import revert_promotion
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
+from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, failed_checks, run
 from backfill_platform_tests.transforms import FLAKY_DAY
 

@@ -30,17 +30,17 @@ from dagster import (
 )
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
-from backfill_platform.archive.listing import hours
-from backfill_platform.automation.conditions import (
+from backfill_platform.orchestration.automation.conditions import (
     archive_observation_condition,
     events_condition,
     production_condition,
     shadow_condition,
 )
-from backfill_platform.automation.mapping import ArchiveReadWindowMapping
-from backfill_platform.automation.read_versions import read_version, window_hours
-from backfill_platform.partitions import backfill_policy, event_partitions, ingestion_partitions
-from backfill_platform.validation.verdicts import DayVerdict, day_outcomes
+from backfill_platform.pipeline.archive.listing import hours
+from backfill_platform.pipeline.events.read_record import read_version, window_hours
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, ingestion_partitions
+from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes
 
 DAY, HOUR, MINUTE = timedelta(days=1), timedelta(hours=1), timedelta(minutes=1)
 ARCHIVE, EVENTS = AssetKey(["archive", "a"]), AssetKey(["raw", "events"])

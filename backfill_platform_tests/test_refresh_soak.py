@@ -47,14 +47,14 @@ from dagster import (
 from dagster._core.errors import DagsterExecutionInterruptedError
 from pyspark.sql import functions as F
 
-import backfill_platform.events.assets as events_assets
+import backfill_platform.pipeline.events.assets as events_assets
 from backfill_platform import faults, settings
-from backfill_platform.factory import build_definitions
-from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
-from backfill_platform.generator.truth import compute_partitions, read_archive
+from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.devtools.generator.truth import compute_partitions, read_archive
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
-from backfill_platform.ledger.reconcile import reconcile_ledger
-from backfill_platform.operations.status import status
+from backfill_platform.ops.status import status
+from backfill_platform.orchestration.factory import build_definitions
+from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec

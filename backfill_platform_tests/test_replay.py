@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from backfill_platform.cli import main
-from backfill_platform.replay import checkpoint as checkpoints
-from backfill_platform.replay.kinesis import (
+from backfill_platform.pipeline.replay import checkpoint as checkpoints
+from backfill_platform.pipeline.replay.kinesis import (
     CircuitBreaker,
     CircuitOpen,
     KinesisWriter,
@@ -29,8 +29,8 @@ from backfill_platform.replay.kinesis import (
     ReplayError,
     stream_shards,
 )
-from backfill_platform.replay.runner import ReplayRequest, _batches, run_replay
-from backfill_platform.replay.source import Event, day_start
+from backfill_platform.pipeline.replay.runner import ReplayRequest, _batches, run_replay
+from backfill_platform.pipeline.replay.source import Event, day_start
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.moto_server import aws_environment
@@ -80,7 +80,7 @@ def read_stream(client, name: str) -> list[tuple[str, dict]]:
 
 def table_events(snapshot_id: int | None = None) -> dict[str, dict]:
     """event id -> row of the whole events table (every day), at a snapshot, read through PyIceberg."""
-    from backfill_platform.operations.ledger_view import open_catalog
+    from backfill_platform.lakehouse.resources import open_catalog
 
     table = open_catalog().load_table(("raw", "playback_events"))
     rows = table.scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
@@ -196,7 +196,7 @@ def test_killed_replay_resumes_with_at_most_one_batch_again(streams, moto, tmp_p
 
 
 def test_dagster_job_replays_with_the_same_config(streams, tmp_path: Path) -> None:
-    from backfill_platform.replay.job import replay_to_kinesis_job
+    from backfill_platform.pipeline.replay.job import replay_to_kinesis_job
 
     config = {
         "stream": "playback",
@@ -264,7 +264,7 @@ def test_refused_records_are_retried_and_a_lost_stream_opens_the_breaker(kinesis
 
 
 def test_replay_stops_on_the_breaker_and_resumes_from_its_checkpoint(streams, playback, tmp_path) -> None:
-    from backfill_platform.operations.ledger_view import open_catalog
+    from backfill_platform.lakehouse.resources import open_catalog
 
     request = ReplayRequest(playback, FIRST, AFTER, BACKFILL, 4000, tmp_path / "replay.json")
 

@@ -23,21 +23,26 @@ import pytest
 from dagster import materialize
 
 from backfill_platform import settings
-from backfill_platform.archive.listing import (
+from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.pipeline.archive.listing import (
     ArchiveReadError,
     archive_for,
     iter_lines,
     list_files,
     manifest_fingerprint,
 )
-from backfill_platform.archive.s3 import S3Archive
-from backfill_platform.events.assets import build_events_asset
-from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table, read_window
-from backfill_platform.events.parse import read_lines
-from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
-from backfill_platform.promotion.assets import build_production_asset
-from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.shadow.tables import production_table
+from backfill_platform.pipeline.archive.s3 import S3Archive
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.events.ingest import (
+    events_table,
+    ingest_window,
+    quarantine_table,
+    read_window,
+)
+from backfill_platform.pipeline.events.parse import read_lines
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import ArchiveSpec, StreamSpec
@@ -316,7 +321,7 @@ def test_the_archive_asset_observes_s3_hours(archives, moto, spark, monkeypatch)
     from dagster import DagsterInstance
     from dagster._core.definitions.observe import observe
 
-    from backfill_platform.archive.assets import build_archive_asset
+    from backfill_platform.pipeline.archive.assets import build_archive_asset
 
     versions = {}
     with aws(moto, spark):

@@ -19,15 +19,19 @@ from dagster import materialize
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from backfill_platform.archive.listing import archive_for
-from backfill_platform.datasets.views_per_title import views_v2
-from backfill_platform.events.assets import build_events_asset
-from backfill_platform.events.ingest import events_table, ingest_window
-from backfill_platform.generator.corpus import v2
+from backfill_platform.defs.views_per_title.transform import views_v2
+from backfill_platform.devtools.generator.corpus import v2
 from backfill_platform.lakehouse.schema import SchemaConflict
-from backfill_platform.promotion.assets import build_production_asset
-from backfill_platform.shadow.assets import build_shadow_asset
-from backfill_platform.shadow.tables import ensure_dataset_table, production_table, shadow_table
+from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.events.ingest import events_table, ingest_window
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import (
+    ensure_dataset_table,
+    production_table,
+    shadow_table,
+)
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
@@ -77,7 +81,7 @@ def dataset_spec(evolved: bool, views_type: str = "long") -> DatasetSpec:
     raw = builtin_spec_data("views_per_title")
     raw.update(name=DATASET, source_stream=STREAM, active_version="v2")
     raw["columns"]["views"] = views_type
-    transform = "backfill_platform.datasets.views_per_title:views_v2"
+    transform = "backfill_platform.defs.views_per_title.transform:views_v2"
     if evolved:
         raw["columns"]["app_versions"] = "long"
         transform = f"{__name__}:views_with_app_versions"

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from backfill_platform import settings
-from backfill_platform.ledger.commits import ACTION, RANGE_END, RANGE_START, RUN_ID
+from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START, RUN_ID
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.dagster_dev import free_port
 
@@ -315,7 +315,7 @@ def team_env(postgres: Postgres, cluster: SparkCluster, data_dir: Path, dagster_
 def team_backfill(
     postgres: Postgres, spark_cluster: SparkCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> TeamBackfill:
-    from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+    from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 
     data_dir = tmp_path_factory.mktemp("team_data")
     config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=23)

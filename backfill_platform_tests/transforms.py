@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from backfill_platform.datasets.views_per_title import views_v2
+from backfill_platform.defs.views_per_title.transform import views_v2
 
 EXCLUDED_DAY = "2026-10-02"
 

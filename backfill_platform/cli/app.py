@@ -21,9 +21,9 @@ def main() -> None:
 @contextmanager
 def refusals() -> Iterator[None]:
     """A refusal of the platform is an answer, not a crash: print it and exit non-zero."""
-    from backfill_platform.promotion.adopt import AdoptRefused
-    from backfill_platform.promotion.gate import PromotionRefused
-    from backfill_platform.promotion.revert import RevertRefused
+    from backfill_platform.pipeline.promotion.adopt import AdoptRefused
+    from backfill_platform.pipeline.promotion.gate import PromotionRefused
+    from backfill_platform.pipeline.promotion.revert import RevertRefused
 
     try:
         yield
@@ -57,8 +57,8 @@ def wide_console():
 def report_to_dagster(materializations: list) -> None:
     """Record in the Dagster instance what production holds now for each day a command changed, so the
     UI's partitions of `prod/<dataset>_production` match the table (DAGSTER_HOME's instance, or
-    `<data>/dagster`'s, see `backfill_platform.instance`)."""
-    from backfill_platform.instance import instance_from_env
+    `<data>/dagster`'s, see `backfill_platform.orchestration.instance`)."""
+    from backfill_platform.orchestration.instance import instance_from_env
 
     with instance_from_env() as instance:
         for materialization in materializations:

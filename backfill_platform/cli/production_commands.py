@@ -20,8 +20,8 @@ from backfill_platform.cli.app import (
 @click.option("--reason", default="revert", show_default=True, help="Recorded on the revert's snapshot.")
 def revert(dataset: str, snapshot: int | None, reason: str) -> None:
     """Restore exactly the partitions of one promotion to their previous contents (one commit)."""
-    from backfill_platform.promotion.jobs import revert_materializations
-    from backfill_platform.promotion.revert import revert_promotion
+    from backfill_platform.pipeline.promotion.jobs import revert_materializations
+    from backfill_platform.pipeline.promotion.revert import revert_promotion
 
     spec = dataset_spec(dataset)
     with refusals():
@@ -43,9 +43,9 @@ def revert(dataset: str, snapshot: int | None, reason: str) -> None:
 @click.option("--reason", required=True, help="Why this unvalidated data is accepted; recorded.")
 def adopt(dataset: str, source: str, start, end, reason: str) -> None:
     """Register existing data as production (recorded, unvalidated; never overwrites)."""
-    from backfill_platform.promotion.adopt import adopt as adopt_range
-    from backfill_platform.promotion.adopt import adopted_rows_by_day
-    from backfill_platform.promotion.jobs import adopt_materializations
+    from backfill_platform.pipeline.promotion.adopt import adopt as adopt_range
+    from backfill_platform.pipeline.promotion.adopt import adopted_rows_by_day
+    from backfill_platform.pipeline.promotion.jobs import adopt_materializations
 
     spec, spark = dataset_spec(dataset), spark_session()
     with refusals():
@@ -62,8 +62,8 @@ def adopt(dataset: str, source: str, start, end, reason: str) -> None:
 @click.option("--version", default=None, help="Candidate version [the active one].")
 def divergence(dataset: str, version: str | None) -> None:
     """Divergence of a candidate version's shadow against production over all history."""
-    from backfill_platform.promotion.cutover import history_divergence
-    from backfill_platform.report import divergence_table
+    from backfill_platform.ops.ledger_report import divergence_table
+    from backfill_platform.pipeline.promotion.cutover import history_divergence
 
     spec = dataset_spec(dataset)
     candidate = version or spec.active_version
@@ -81,7 +81,7 @@ def divergence(dataset: str, version: str | None) -> None:
 @click.confirmation_option(prompt="Drop this shadow table and its files?")
 def drop_shadow_command(dataset: str, version: str) -> None:
     """Drop the shadow table of a retired (non-active) version."""
-    from backfill_platform.promotion.cutover import drop_shadow
+    from backfill_platform.pipeline.promotion.cutover import drop_shadow
 
     with refusals():
         click.echo(f"dropped {drop_shadow(spark_session(), dataset_spec(dataset), version)}")
@@ -93,8 +93,8 @@ def drop_shadow_command(dataset: str, version: str) -> None:
 def ledger_command(dataset: str, version: str | None) -> None:
     """Per-day audit trail of a dataset version, read from the ledger after reconciling it with
     production's history (a promotion, revert or adoption that died before its ledger write)."""
-    from backfill_platform.ledger.reconcile import reconcile_ledger
-    from backfill_platform.report import promotion_report
+    from backfill_platform.ops.ledger_report import promotion_report
+    from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 
     spec, spark = dataset_spec(dataset), spark_session()
     repaired = reconcile_ledger(spark, spec)
@@ -115,8 +115,8 @@ def runs_command(reap: bool) -> None:
     wait for. A run killed without a daemon watching stays STARTED and keeps its slots until reaped."""
     from rich.table import Table
 
-    from backfill_platform.instance import instance_from_env
-    from backfill_platform.runs.reaper import active_runs, reap_dead_runs
+    from backfill_platform.orchestration.instance import instance_from_env
+    from backfill_platform.orchestration.runs.reaper import active_runs, reap_dead_runs
 
     with instance_from_env() as instance:
         if reap:

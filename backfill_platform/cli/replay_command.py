@@ -50,9 +50,9 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
         TimeRemainingColumn,
     )
 
-    from backfill_platform.operations.ledger_view import open_catalog
-    from backfill_platform.replay.kinesis import KinesisResource, ReplayError
-    from backfill_platform.replay.runner import ReplayRequest, run_replay
+    from backfill_platform.lakehouse.resources import open_catalog
+    from backfill_platform.pipeline.replay.kinesis import KinesisResource, ReplayError
+    from backfill_platform.pipeline.replay.runner import ReplayRequest, run_replay
     from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()

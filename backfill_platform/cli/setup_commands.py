@@ -23,7 +23,7 @@ from backfill_platform.cli.app import main
 @click.option("--seed", type=int, default=7, show_default=True)
 def generate(out: Path | None, start, days: int, events_per_day: int, seed: int) -> None:
     """Write a deterministic synthetic playback archive and its truth (`_truth.json`)."""
-    from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
+    from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 
     root = out or settings.data_dir() / "archive" / "playback"
     config = GeneratorConfig(start=start.date(), days=days, events_per_day=events_per_day, seed=seed)
@@ -39,7 +39,7 @@ def generate(out: Path | None, start, days: int, events_per_day: int, seed: int)
 @click.option("--events-per-day", type=int, default=100_000, show_default=True)
 def demo(days: int, events_per_day: int) -> None:
     """Generate the demo archive and run the whole story end to end, ending in a report."""
-    from backfill_platform.demo import run_demo
+    from backfill_platform.devtools.demo.story import run_demo
 
     run_demo(start=date(2026, 10, 1), days=days, events_per_day=events_per_day)
 
@@ -74,6 +74,6 @@ def init(path: Path) -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: <data>/bench.")
 def bench(out: Path | None, **sizes: int) -> None:
     """Compare bare Spark, the events step, the validated backfill and DuckDB (in data/bench)."""
-    from backfill_platform.bench.harness import BenchConfig, run_bench
+    from backfill_platform.devtools.bench.harness import BenchConfig, run_bench
 
     run_bench(BenchConfig(**sizes, **({"out": out.resolve()} if out else {})))

@@ -23,15 +23,12 @@ class Dataset(SpecComponent[DatasetSpec]):
     spec_model = DatasetSpec
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.promotion.assets import build_production_asset
-        from backfill_platform.shadow.assets import build_shadow_asset
+        from backfill_platform.orchestration.factory import dataset_assets
 
         stream = source_stream(self.spec, context)
         # Checked here, where the stream is known: every SQL expression against its events' columns.
         raise_problems(self.path, dataset_problems(self.spec, {stream.name: stream}))
-        assets = [build_shadow_asset(self.spec, stream, version) for version in self.spec.versions]
-        assets.append(build_production_asset(self.spec, stream))
-        return Definitions(assets=assets)
+        return Definitions(assets=dataset_assets(self.spec, stream))
 
 
 def source_stream(spec: DatasetSpec, context: ComponentLoadContext) -> StreamSpec:

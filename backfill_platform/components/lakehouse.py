@@ -15,6 +15,6 @@ class Lakehouse(Component):
     deployment tiers), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.factory import platform_definitions
+        from backfill_platform.orchestration.factory import platform_definitions
 
         return platform_definitions()

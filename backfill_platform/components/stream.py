@@ -23,7 +23,6 @@ class Stream(SpecComponent[StreamSpec]):
         return stream_problems(spec)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.archive.assets import build_archive_asset
-        from backfill_platform.events.assets import build_events_asset
+        from backfill_platform.orchestration.factory import stream_assets
 
-        return Definitions(assets=[build_archive_asset(self.spec), build_events_asset(self.spec)])
+        return Definitions(assets=stream_assets(self.spec))

@@ -170,3 +170,8 @@ def spark_from_env(catalog: IcebergCatalogResource) -> SparkIcebergResource:
         iceberg_jars=settings.env_or(settings.ICEBERG_JARS_ENV, ""),
         spark_config={},
     )
+
+
+def open_catalog() -> Any:
+    """The PyIceberg catalog of the current deployment tier (same database and warehouse as Spark's)."""
+    return catalog_from_env(for_dagster=False).load()

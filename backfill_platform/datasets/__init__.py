@@ -1,1 +1,0 @@
-"""Transforms of the demo datasets: PySpark functions of the events of a window."""

@@ -1,0 +1,1 @@
+"""Development tooling: the demo, the benchmark, the synthetic archive, jar repair."""

@@ -1,0 +1,126 @@
+"""One measured bench run, in a process of its own: `python -m backfill_platform.devtools.bench.child SPEC.json`.
+
+The harness starts one per run, as a user's run would start (interpreter, imports, JVM), with the
+environment pointing the catalog and warehouse at the run's own directory. The run writes what only it
+can know (when its job began and ended, its JVM's pid and peak memory) to the result file of the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from backfill_platform.devtools.bench.measure import event_log_settings, vm_hwm_kib
+
+EVENTS = ("raw", "playback_events")
+PLATFORM_ASSETS = {
+    "events": [EVENTS],
+    "backfill": [EVENTS, ("shadow", "views_per_title__v2"), ("prod", "views_per_title_production")],
+}
+
+
+def _spark_resource(event_log: Path):
+    """The platform's Spark resource of the current tier, plus the event log (as `baseline_spark_conf`)."""
+    from backfill_platform.lakehouse.resources import SparkIcebergResource, catalog_from_env, spark_from_env
+
+    catalog = catalog_from_env()
+    base = spark_from_env(catalog)
+    return SparkIcebergResource(
+        catalog=catalog,
+        master=base.master,
+        iceberg_jars=base.iceberg_jars,
+        spark_config={**base.spark_config, **event_log_settings(event_log)},
+    )
+
+
+def _stop_spark() -> dict[str, Any]:
+    """The driver JVM's pid and peak resident set, read before the session stops (flushing the log)."""
+    if "pyspark" not in sys.modules:  # DuckDB
+        return {}
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return {}
+    pid = int(context._jvm.java.lang.ProcessHandle.current().pid())
+    peak = vm_hwm_kib(pid)
+    context.stop()
+    return {"jvm_pid": pid, "driver_peak_rss_mib": round(peak / 1024, 1) if peak else None}
+
+
+def run_spark_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
+    """Plain PySpark with the platform's settings, computed by the harness (no Dagster import here)."""
+    from pyspark.sql import SparkSession
+
+    from backfill_platform.devtools.bench.baselines import spark_baseline
+
+    began = time.time()
+    builder = SparkSession.builder
+    for key, value in spec["spark_conf"].items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_baseline(spark, spec["files"], start, end, spec["spark_conf"]["spark.sql.defaultCatalog"])
+    return began, time.time()
+
+
+def run_duckdb_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
+    from backfill_platform.devtools.bench.baselines import duckdb_baseline
+    from backfill_platform.lakehouse.resources import catalog_from_env
+
+    began = time.time()
+    duckdb_baseline(spec["files"], start, end, catalog_from_env(for_dagster=False).load())
+    return began, time.time()
+
+
+def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
+    """The platform's run of the range, in process (as `dg launch` or the demo runs it)."""
+    from dagster import AssetKey, materialize
+
+    from backfill_platform.devtools.demo.story import quiet, range_tags
+    from backfill_platform.orchestration.factory import build_definitions
+
+    defs = build_definitions()
+    spark = _spark_resource(Path(spec["event_log"]))
+    assets = [defs.get_assets_def(AssetKey(list(key))) for key in PLATFORM_ASSETS[spec["variant"]]]
+    if spec.get("warm_up_days"):
+        # Untimed: the days before, so that the timed run finds a warm JVM and session, as a
+        # long-lived process would.
+        warm_up = start - timedelta(days=spec["warm_up_days"])
+        tags = range_tags(warm_up.date(), (start - timedelta(days=1)).date())
+        if not materialize(assets, resources={"spark": spark}, tags=tags, run_config=quiet("ERROR")).success:
+            raise SystemExit(f"bench warm-up of {spec['variant']} failed")
+    began = time.time()
+    result = materialize(
+        assets,
+        resources={"spark": spark},
+        tags=range_tags(start.date(), (end - timedelta(days=1)).date()),
+        run_config=quiet("ERROR"),
+    )
+    ended = time.time()
+    if not result.success:
+        raise SystemExit(f"bench run {spec['variant']} failed")
+    return began, ended
+
+
+RUNNERS = {"baseline": run_spark_baseline, "duckdb": run_duckdb_baseline}
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    start = datetime.combine(date.fromisoformat(spec["start"]), datetime.min.time(), tzinfo=UTC)
+    end = start + timedelta(days=spec["days"])
+    runner = RUNNERS.get(spec["variant"], run_platform)
+    began, ended = runner(spec, start, end)
+    result = {"job_began": began, "job_ended": ended, **_stop_spark()}
+    result["process_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    Path(spec["result"]).write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

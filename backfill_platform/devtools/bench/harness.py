@@ -1,0 +1,298 @@
+"""`make bench`: the platform against the minimal jobs, in one run, on archives generated for it.
+
+Every measured run is a fresh process (`bench.child`: interpreter, imports, JVM start, the job), as a
+user's run is, with a catalog and warehouse of its own under `runs/NN-<variant>/`: a run never finds
+tables, snapshots or catalog state another variant left, every repetition starts from the same state,
+and each run's rows can be read back on their own. The one exception is the daily sequence of (d),
+whose one-day runs refresh the same lakehouse day after day, as the daily refresh does.
+
+Plan: (a) bare Spark, (b) the events step, (c) the validated backfill and (e) DuckDB, interleaved
+`repetitions` times on `days x events_per_day`; then on a `refresh_events_per_day` archive (d) one run
+of `range_days` days and `range_days` one-day runs, and the validated backfill of `short_days` and
+`long_days` (driver memory, and with (d) the marginal seconds per day).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from rich.console import Console
+
+from backfill_platform import settings
+from backfill_platform.devtools.bench.baselines import DUCKDB_TABLE, SPARK_TABLE
+from backfill_platform.devtools.bench.measure import event_log_settings, read_back, spark_figures
+
+STREAM = "playback"
+HOUR = timedelta(hours=1)
+RESULT_FILE = "result.json"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    days: int = 3
+    events_per_day: int = 200_000
+    repetitions: int = 3
+    refresh_events_per_day: int = 20_000
+    range_days: int = 7  # 0: no (d)
+    short_days: int = 3  # short and long range of the memory comparison; 0: not run
+    long_days: int = 30
+    duckdb: bool = True  # where the `bench` extra is installed
+    variants: tuple[str, ...] = ("baseline", "events", "backfill", "duckdb")  # of the comparison
+    start: date = date(2026, 10, 1)
+    out: Path = field(default_factory=lambda: settings.data_dir() / "bench")
+
+
+@dataclass
+class Archive:
+    label: str
+    data_dir: Path  # BACKFILL_PLATFORM_DATA of the runs on this archive
+    days: int
+    events_per_day: int
+    totals: dict
+    written: dict[str, int]  # the generator's truth: events a correct ingestion writes, per day
+
+
+@dataclass
+class Run:
+    label: str
+    variant: str  # baseline | events | backfill | duckdb
+    group: str  # compare | range | daily | warm | short | long
+    archive: Archive
+    first: date
+    days: int
+    run_dir: Path
+
+
+def duckdb_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("duckdb") is not None
+
+
+def _stream():
+    from backfill_platform.specs.loader import load_specs
+
+    return load_specs().streams[STREAM]
+
+
+def generate(out: Path, label: str, start: date, days: int, events_per_day: int) -> Archive:
+    """A clean archive: no line the minimal jobs would keep and the platform quarantine (malformed, beyond
+    the lateness, broken clocks), so both must write the same rows. Duplicates, conflicting copies, late
+    lines, clocks a few minutes ahead and the schema change stay."""
+    from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+    from backfill_platform.specs.stream import check_archive_root
+
+    data = out / "archives" / label
+    config = GeneratorConfig(
+        start=start,
+        days=days,
+        events_per_day=events_per_day,
+        malformed_fraction=0.0,
+        very_late_fraction=0.0,
+        broken_clock_fraction=0.0,
+    )
+    truth = generate_playback_archive(check_archive_root(_stream().archive, data), config)
+    written = {day: figures["written"] for day, figures in truth["partitions"].items()}
+    return Archive(label, data, days, events_per_day, truth["totals"], written)
+
+
+def window_files(archive: Archive, first: date, days: int) -> list[str]:
+    """The archive files the platform's events step reads for the range: its ingestion-hour window."""
+    from backfill_platform.specs.stream import check_archive_root
+
+    stream = _stream()
+    start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+    low = start - stream.clock_skew - HOUR
+    high = start + timedelta(days=days) + stream.allowed_lateness + HOUR
+    root = check_archive_root(stream.archive, archive.data_dir)
+    hour, files = low.replace(minute=0, second=0, microsecond=0), []
+    while hour < high:
+        if hour >= low:
+            files += sorted(str(p) for p in (root / hour.strftime(stream.archive.layout)).glob("*.gz"))
+        hour += HOUR
+    return files
+
+
+def plan(config: BenchConfig, large: Archive, small: Archive | None) -> list[Run]:
+    runs_dir = config.out / "runs"
+    runs: list[Run] = []
+
+    def add(variant: str, group: str, archive: Archive, first: date, days: int, shared: str = "") -> None:
+        label = f"{len(runs) + 1:02d}-{variant}-{group}"
+        runs.append(Run(label, variant, group, archive, first, days, runs_dir / (shared or label)))
+
+    variants = [v for v in config.variants if v != "duckdb" or config.duckdb]
+    for _ in range(config.repetitions):
+        for variant in variants:
+            add(variant, "compare", large, config.start, config.days)
+    if small is not None:
+        if config.range_days:
+            add("backfill", "range", small, config.start, config.range_days)
+            for offset in range(config.range_days):
+                add("backfill", "daily", small, config.start + timedelta(days=offset), 1, shared="daily")
+            if config.range_days > 1:
+                # A 1-day refresh in a process whose JVM already ran the day before: the daily runs
+                # minus what a fresh process pays (JVM, session, first catalog call, JIT warm-up).
+                add("backfill", "warm", small, config.start + timedelta(days=1), 1)
+        if config.short_days and config.long_days:
+            add("backfill", "short", small, config.start, config.short_days)
+            add("backfill", "long", small, config.start, config.long_days)
+    return runs
+
+
+def _environment(run: Run) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_PLATFORM_CATALOG_")}
+    env.pop(settings.SPECS_ENV, None)  # the bench measures the package's own stream and dataset
+    env.update(
+        {
+            settings.DATA_DIR_ENV: str(run.archive.data_dir),
+            settings.CATALOG_JDBC_URI_ENV: f"jdbc:sqlite:{run.run_dir}/catalog.db",
+            settings.CATALOG_SQL_URI_ENV: f"sqlite:///{run.run_dir}/catalog.db",
+            settings.WAREHOUSE_ENV: (run.run_dir / "warehouse").as_uri(),
+            "TZ": "UTC",
+            "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        }
+    )
+    if os.environ.get(settings.CATALOG_NAME_ENV):
+        env[settings.CATALOG_NAME_ENV] = os.environ[settings.CATALOG_NAME_ENV]
+    return env
+
+
+def baseline_spark_conf(env: dict[str, str], event_log: Path) -> dict[str, str]:
+    """The Spark settings the platform's own resources give a run with this environment, plus the event
+    log: computed here so that the baseline's process imports nothing but PySpark."""
+    from backfill_platform.lakehouse.resources import IcebergCatalogResource, spark_from_env
+
+    catalog = IcebergCatalogResource(
+        name=env.get(settings.CATALOG_NAME_ENV) or "lake",
+        jdbc_uri=env[settings.CATALOG_JDBC_URI_ENV],
+        sql_uri=env[settings.CATALOG_SQL_URI_ENV],
+        warehouse=env[settings.WAREHOUSE_ENV],
+    )
+    return {**spark_from_env(catalog).full_spark_config(), **event_log_settings(event_log)}
+
+
+def execute(run: Run, index: int) -> dict:
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    env = _environment(run)
+    spec = {
+        "variant": run.variant,
+        "start": run.first.isoformat(),
+        "days": run.days,
+        "files": window_files(run.archive, run.first, run.days)
+        if run.variant in ("baseline", "duckdb")
+        else [],
+        "event_log": str(run.run_dir / "eventlog" / str(index)),
+        "warm_up_days": 1 if run.group == "warm" else 0,
+        "result": str(run.run_dir / f"result-{index}.json"),
+    }
+    if run.variant == "baseline":
+        spec["spark_conf"] = baseline_spark_conf(env, Path(spec["event_log"]))
+    spec_path = run.run_dir / f"spec-{index}.json"
+    spec_path.write_text(json.dumps(spec))
+    log = run.run_dir / f"output-{index}.log"
+    spawned = time.time()
+    with log.open("w") as output:
+        code = subprocess.call(
+            [sys.executable, "-m", "backfill_platform.devtools.bench.child", str(spec_path)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    exited = time.time()
+    if code != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise RuntimeError(f"bench run {run.label} failed (exit {code}); end of {log}:\n{tail}")
+    child = json.loads(Path(spec["result"]).read_text())
+    table = {"baseline": SPARK_TABLE, "duckdb": DUCKDB_TABLE}.get(run.variant, f"raw.{STREAM}_events")
+    catalog_name = settings.env_or(settings.CATALOG_NAME_ENV, "lake")
+    start = datetime.combine(run.first, datetime.min.time(), tzinfo=UTC)
+    back = read_back(run.run_dir, catalog_name, table, start, start + timedelta(days=run.days))
+    figures = (
+        spark_figures(Path(spec["event_log"]), back["snapshot_ms"], since_ms=child["job_began"] * 1000)
+        if run.variant != "duckdb"
+        else {"spark_jobs": None, "jobs_after_events_write": None, "driver_heap_peak_mib": None}
+    )
+    days = [(run.first + timedelta(days=i)).isoformat() for i in range(run.days)]
+    return {
+        "label": run.label,
+        "variant": run.variant,
+        "group": run.group,
+        "archive": run.archive.label,
+        "first": run.first.isoformat(),
+        "days": run.days,
+        "wall_s": round(child["job_ended"] - spawned, 3),
+        "in_process_s": round(child["job_ended"] - child["job_began"], 3),
+        "process_s": round(exited - spawned, 3),
+        "rows": back["rows"],
+        "expected_rows": sum(run.archive.written.get(day, 0) for day in days),
+        **figures,
+        "driver_peak_rss_mib": child.get("driver_peak_rss_mib"),
+        "process_peak_rss_mib": child.get("process_peak_rss_mib"),
+    }
+
+
+def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
+    from backfill_platform.devtools.bench.report import print_report, summarize
+
+    console = console or Console(width=160)
+    out = config.out
+    for stale in ("runs", "archives", "warehouse", "archive"):  # the latter two: the previous bench's
+        shutil.rmtree(out / stale, ignore_errors=True)
+    for stale in ("catalog.db", "catalog.db-wal", "catalog.db-shm"):
+        (out / stale).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    config = BenchConfig(**{**asdict(config), "duckdb": config.duckdb and duckdb_installed()})
+    began = datetime.now(UTC)
+    load_before = os.getloadavg()
+    console.print(f"bench in {out}: load average {load_before[0]:.2f} on {os.cpu_count()} CPUs")
+
+    step = time.monotonic()
+    large = generate(out, "compare", config.start, config.days, config.events_per_day)
+    small_days = max(config.range_days, config.long_days if config.short_days else 0)
+    small = (
+        generate(out, "refresh", config.start, small_days, config.refresh_events_per_day)
+        if small_days
+        else None
+    )
+    console.print(f"archives generated in {time.monotonic() - step:.1f} s")
+
+    runs = plan(config, large, small)
+    records: list[dict] = []
+    partial = out / "runs" / "records.json"  # what ran so far, should a later run fail
+    for index, run in enumerate(runs, start=1):
+        record = execute(run, index)
+        records.append(record)
+        partial.write_text(json.dumps(records, indent=2))
+        console.print(
+            f"[{index}/{len(runs)}] {run.variant:<8} {run.group:<7} {run.first} +{run.days}d: "
+            f"{record['wall_s']:6.1f} s wall, {record['in_process_s']:6.1f} s in process, "
+            f"{record['spark_jobs'] if record['spark_jobs'] is not None else '-'} Spark jobs, "
+            f"{record['rows']:,} rows"
+        )
+    result = {
+        "started": began.isoformat(),
+        "finished": datetime.now(UTC).isoformat(),
+        "machine": {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()},
+        "config": {**asdict(config), "start": config.start.isoformat(), "out": str(out)},
+        "archives": {
+            a.label: {"days": a.days, "events_per_day": a.events_per_day, **a.totals, "written": a.written}
+            for a in (large, small)
+            if a is not None
+        },
+        "runs": records,
+    }
+    result.update(summarize(result, config))
+    (out / RESULT_FILE).write_text(json.dumps(result, indent=2, default=str))
+    print_report(result, config, console)
+    console.print(f"saved {out / RESULT_FILE}")
+    return result

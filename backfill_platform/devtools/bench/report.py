@@ -1,0 +1,211 @@
+"""Medians, ratios, the marginal cost of a day, the targets with PASS/MISS, and the tables printed.
+
+Ratios use each run's wall time from process start to the end of its job (interpreter, imports, JVM
+start included, as a user's run); *in process* is the job itself (for the platform the Dagster run,
+Spark session start included). The targets are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from backfill_platform.devtools.bench.harness import BenchConfig
+
+NAMES = {
+    "baseline": "(a) bare Spark",
+    "events": "(b) events step",
+    "backfill": "(c) validated backfill",
+    "duckdb": "(e) DuckDB",
+}
+
+
+def _median(runs: list[dict], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return round(median(values), 3) if values else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def _slope(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares seconds per extra day over runs of different lengths."""
+    if len({d for d, _ in points}) < 2:
+        return None
+    mean_d = sum(d for d, _ in points) / len(points)
+    mean_s = sum(s for _, s in points) / len(points)
+    num = sum((d - mean_d) * (s - mean_s) for d, s in points)
+    return round(num / sum((d - mean_d) ** 2 for d, _ in points), 3)
+
+
+def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
+    runs = result["runs"]
+    groups = ("compare", "range", "daily", "warm", "short", "long")
+    group = {g: [r for r in runs if r["group"] == g] for g in groups}
+    compare = group["compare"]
+    base_wall = _median([r for r in compare if r["variant"] == "baseline"], "wall_s")
+    base_in = _median([r for r in compare if r["variant"] == "baseline"], "in_process_s")
+    variants = {}
+    for variant in NAMES:
+        mine = [r for r in compare if r["variant"] == variant]
+        if not mine:
+            continue
+        wall = _median(mine, "wall_s")
+        variants[variant] = {
+            "runs": len(mine),
+            "median_wall_s": wall,
+            "median_in_process_s": _median(mine, "in_process_s"),
+            "ratio_wall": _ratio(wall, base_wall),
+            "ratio_in_process": _ratio(_median(mine, "in_process_s"), base_in),
+            "events_per_s": round(mine[0]["rows"] / wall) if wall else None,
+            "spark_jobs": _median(mine, "spark_jobs"),
+            "jobs_after_events_write": _median(mine, "jobs_after_events_write"),
+            "driver_peak_rss_mib": _median(mine, "driver_peak_rss_mib"),
+            "rows": sorted({r["rows"] for r in mine}),
+        }
+    summary: dict[str, Any] = {
+        "variants": variants,
+        "rows_equal": (
+            len({r["rows"] for r in compare}) == 1 and all(r["rows"] == r["expected_rows"] for r in compare)
+        )
+        if compare
+        else None,
+    }
+    daily, one_run = group["daily"], group["range"]
+    if daily and one_run:
+        total = round(sum(r["wall_s"] for r in daily), 3)
+        summary["range"] = {
+            "days": one_run[0]["days"],
+            "one_run_wall_s": one_run[0]["wall_s"],
+            "one_day_runs_wall_s": total,
+            "one_day_runs_over_one_run": _ratio(total, one_run[0]["wall_s"]),
+            # the range's run against the first (cold, like it) one-day run, per extra day, in process
+            "marginal_s_per_day_one_to_range": _ratio(
+                one_run[0]["in_process_s"] - daily[0]["in_process_s"], max(one_run[0]["days"] - 1, 1)
+            ),
+            "refresh_median_in_process_s": _median(daily, "in_process_s"),
+            "refresh_median_jobs_after_events_write": _median(daily, "jobs_after_events_write"),
+            "refresh_max_jobs_after_events_write": max(
+                (r["jobs_after_events_write"] or 0 for r in daily), default=None
+            ),
+        }
+    if group["warm"]:
+        warm = group["warm"][0]
+        summary["warm_refresh"] = {
+            "in_process_s": warm["in_process_s"],
+            "spark_jobs": warm["spark_jobs"],
+            "jobs_after_events_write": warm["jobs_after_events_write"],
+        }
+    # Cold validated backfills on the refresh archive, by length: one-day (the daily sequence's first),
+    # short, the range, long.
+    cold = [*daily[:1], *group["short"], *one_run, *group["long"]]
+    summary["marginal_s_per_day"] = _slope([(r["days"], r["in_process_s"]) for r in cold])
+    if group["short"] and group["long"]:
+        short, long = group["short"][0], group["long"][0]
+        summary["memory"] = {
+            "short_days": short["days"],
+            "long_days": long["days"],
+            "short_peak_rss_mib": short["driver_peak_rss_mib"],
+            "long_peak_rss_mib": long["driver_peak_rss_mib"],
+            "long_over_short": _ratio(long["driver_peak_rss_mib"], short["driver_peak_rss_mib"]),
+        }
+    summary["targets"] = _targets(summary, config)
+    return summary
+
+
+def _targets(summary: dict, config: BenchConfig) -> list[dict]:
+    v, rng, mem = summary["variants"], summary.get("range", {}), summary.get("memory", {})
+    warm = summary.get("warm_refresh", {})
+    size = f"{config.days} x {config.events_per_day:,}"
+    refresh = f"1-day x {config.refresh_events_per_day:,}"
+    rows = [
+        (f"validated backfill / bare Spark ({size}, wall)", "≤ 1.3x", v.get("backfill", {}).get("ratio_wall"), 1.3),
+        (f"events step / bare Spark ({size}, wall)", "≤ 1.15x", v.get("events", {}).get("ratio_wall"), 1.15),
+        (f"{refresh} validated refresh, in process (median)", "≤ 15 s", rng.get("refresh_median_in_process_s"), 15),
+        (f"{refresh} refresh: Spark jobs after the events write (median)", "≤ 25", rng.get("refresh_median_jobs_after_events_write"), 25),
+        (f"{refresh} refresh in a process that ran the day before (warm JVM)", "≤ 15 s", warm.get("in_process_s"), 15),
+        (f"marginal cost per extra day in one run ({config.refresh_events_per_day:,}/day)", "≤ 1 s", summary.get("marginal_s_per_day"), 1.0),
+        (f"driver JVM peak RSS, {mem.get('long_days', config.long_days)}-day / {mem.get('short_days', config.short_days)}-day range", "≤ 1.2x", mem.get("long_over_short"), 1.2),
+    ]  # fmt: skip
+    return [
+        {"target": name, "goal": goal, "measured": value, "pass": None if value is None else value <= limit}
+        for name, goal, value, limit in rows
+    ]
+
+
+def _fmt(value: Any, digits: int = 1, suffix: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}{suffix}"
+    return f"{value:,}{suffix}"
+
+
+def print_report(result: dict, config: BenchConfig, console: Console) -> None:
+    archive = result["archives"]["compare"]
+    table = Table(
+        title=f"(a)-(c), (e): {config.days} days x {config.events_per_day:,} events "
+        f"({archive['lines']:,} archive lines), medians of {config.repetitions} interleaved runs"
+    )
+    for column in ("variant", "runs", "wall s", "in process s", "x bare Spark (wall)", "x (in process)",
+                   "events/s (wall)", "Spark jobs", "jobs after events write", "driver peak RSS MiB", "rows"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for variant, s in result["variants"].items():
+        table.add_row(
+            NAMES[variant], str(s["runs"]), _fmt(s["median_wall_s"]), _fmt(s["median_in_process_s"]),
+            _fmt(s["ratio_wall"], 2, "x"), _fmt(s["ratio_in_process"], 2, "x"), _fmt(s["events_per_s"]),
+            _fmt(s["spark_jobs"], 0), _fmt(s["jobs_after_events_write"], 0), _fmt(s["driver_peak_rss_mib"], 0),
+            " / ".join(f"{n:,}" for n in s["rows"]),
+        )  # fmt: skip
+    if table.row_count:
+        console.print(table)
+        console.print(f"rows equal across variants and to the generator's truth: {result['rows_equal']}")
+
+    ranges = Table(title=f"(d) and memory: validated backfill, {config.refresh_events_per_day:,} events/day")
+    for column in ("runs", "days", "wall s", "in process s", "Spark jobs", "jobs after events write",
+                   "driver peak RSS MiB", "driver peak heap MiB"):  # fmt: skip
+        ranges.add_column(column, justify="left" if column == "runs" else "right")
+    names = {
+        "range": "one run of the range",
+        "daily": "one-day run",
+        "warm": "one-day run, warm process,",
+        "short": "short range",
+        "long": "long range",
+    }
+    for r in result["runs"]:
+        if r["group"] in names:
+            ranges.add_row(
+                f"{names[r['group']]} from {r['first']}", str(r["days"]), _fmt(r["wall_s"]),
+                _fmt(r["in_process_s"]), _fmt(r["spark_jobs"]), _fmt(r["jobs_after_events_write"]),
+                _fmt(r["driver_peak_rss_mib"], 0), _fmt(r["driver_heap_peak_mib"], 0),
+            )  # fmt: skip
+    if ranges.row_count:
+        console.print(ranges)
+    if "range" in result:
+        d = result["range"]
+        console.print(
+            f"{d['days']} one-day runs: {d['one_day_runs_wall_s']:.1f} s wall against {d['one_run_wall_s']:.1f} s "
+            f"for one {d['days']}-day run ({d['one_day_runs_over_one_run']:.2f}x); that run against the first "
+            f"one-day run: {_fmt(d['marginal_s_per_day_one_to_range'], 2)} s per extra day in process"
+        )
+    console.print(f"marginal seconds per extra day (in process, least squares over the cold runs): "
+                  f"{_fmt(result['marginal_s_per_day'], 2)}")  # fmt: skip
+
+    targets = Table(title="targets (reported, not asserted)")
+    for column in ("target", "goal", "measured", ""):
+        targets.add_column(column, justify="left" if column == "target" else "right")
+    for t in result["targets"]:
+        verdict = {True: "[green]PASS[/green]", False: "[red]MISS[/red]", None: "not run"}[t["pass"]]
+        targets.add_row(t["target"], t["goal"], _fmt(t["measured"], 2), verdict)
+    console.print(targets)
+    machine = result["machine"]
+    console.print(
+        f"load average {machine['load_before'][0]:.2f} before, {machine['load_after'][0]:.2f} after, "
+        f"on {machine['cpus']} CPUs: ratios on a loaded machine are noisy"
+    )

@@ -1,0 +1,1 @@
+"""The demo's story, its legacy table."""

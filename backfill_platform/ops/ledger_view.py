@@ -1,0 +1,85 @@
+"""The ledger read through PyIceberg: no Spark session, and no table data besides `platform.*`.
+
+`plan` and `status` must answer in a second or two, so they read the two ledger tables with PyIceberg
+(the same catalog Spark writes) and never start a JVM. Rows come back as plain dicts; `latest` picks
+each day's most recent row the way the platform's own gates do (by `recorded_at`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import date
+from typing import Any
+
+from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE
+
+Row = dict[str, Any]
+
+
+def read_rows(catalog: Any, table: str, column: str, value: str) -> list[Row]:
+    """Rows of `platform.<table>` whose `column` equals `value`; none when the table does not exist yet."""
+    from pyiceberg.exceptions import NoSuchTableError
+    from pyiceberg.expressions import EqualTo
+
+    try:
+        loaded = catalog.load_table((PLATFORM_NAMESPACE, table))
+    except NoSuchTableError:
+        return []
+    return loaded.scan(row_filter=EqualTo(column, value)).to_arrow().to_pylist()
+
+
+def ledger_rows(catalog: Any, dataset: str) -> list[Row]:
+    """Every `platform.ledger` row of a dataset: validations of every version, adoptions."""
+    return read_rows(catalog, "ledger", "dataset", dataset)
+
+
+def ingestion_rows(catalog: Any, stream: str) -> list[Row]:
+    """Every `platform.ingestions` row of a stream: one per event-time day and events run."""
+    return read_rows(catalog, "ingestions", "stream", stream)
+
+
+def latest(rows: Iterable[Row], where: Callable[[Row], bool] = lambda _: True) -> dict[date, Row]:
+    """Each day's most recent row among those `where` accepts."""
+    found: dict[date, Row] = {}
+    for row in rows:
+        day = row["partition"]
+        if where(row) and (day not in found or row["recorded_at"] > found[day]["recorded_at"]):
+            found[day] = row
+    return found
+
+
+def in_production(rows: Iterable[Row]) -> dict[date, Row]:
+    """Each day's row that production holds now: the latest promotion or adoption not reverted."""
+    found: dict[date, Row] = {}
+    for row in rows:
+        if row["promoted_snapshot_id"] is None or row["reverted_snapshot_id"] is not None:
+            continue
+        day, at = row["partition"], row["promoted_at"] or row["recorded_at"]
+        if day not in found or at > (found[day]["promoted_at"] or found[day]["recorded_at"]):
+            found[day] = row
+    return found
+
+
+def events_throughput(ingestions: Iterable[Row]) -> tuple[float, int] | None:
+    """(records per second, runs measured) of the events runs that recorded their wall time.
+
+    Every day of a range run carries the run's seconds, so a run's rate is its days' records summed
+    over its seconds; runs recorded before the platform measured time are left out (None if all were).
+    """
+    runs: dict[str, list[Row]] = {}
+    for row in ingestions:
+        if row.get("run_seconds"):
+            runs.setdefault(row["run_id"], []).append(row)
+    if not runs:
+        return None
+    records = sum(r["records"] or 0 for rows in runs.values() for r in rows)
+    seconds = sum(rows[0]["run_seconds"] for rows in runs.values())
+    return records / seconds, len(runs)
+
+
+def production_label(row: Row | None) -> str:
+    """`v2 @ 8123… (provisional)`, `adopted @ …`, or `-` for what production holds for a day."""
+    if row is None:
+        return "-"
+    label = f"{row['version']} @ {row['promoted_snapshot_id']}"
+    return label + " (provisional)" if row.get("provisional") else label

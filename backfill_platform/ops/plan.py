@@ -1,0 +1,218 @@
+"""`backfill-platform plan`: what a backfill of a range would read and redo, before anything runs.
+
+Per event-time day: the read window (the day widened by the stream's clock skew before and its allowed
+lateness after, as `events.ingest.read_window` reads it), the archive files, bytes and lines in it, the
+ingestion hours it needs that have no file, and what production holds for it according to the ledger.
+Lines are counted by stream-decompressing each file once (files shared by neighbouring windows are
+read once), in bounded memory. No Spark session is started and no table is read but the ledger.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from backfill_platform import settings
+from backfill_platform.lakehouse.resources import open_catalog
+from backfill_platform.ops.ledger_view import (
+    Row,
+    events_throughput,
+    in_production,
+    ingestion_rows,
+    ledger_rows,
+    production_label,
+)
+from backfill_platform.pipeline.archive.listing import (
+    ArchiveFile,
+    archive_for,
+    decompressed,
+    hours,
+    list_files,
+    open_archive_file,
+)
+from backfill_platform.pipeline.events.completeness import completeness, format_hours
+from backfill_platform.pipeline.events.ingest import read_window
+from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
+
+if TYPE_CHECKING:
+    from backfill_platform.pipeline.archive.s3 import S3ReadConfig
+
+DAY = timedelta(days=1)
+CHUNK = 1 << 20
+
+
+@dataclass
+class DayPlan:
+    """What one event-time day would read, what its window lacks, and what production holds for it."""
+
+    day: date
+    window: tuple[datetime, datetime]
+    files: list[ArchiveFile]
+    lines: int
+    missing_hours: list[datetime]
+    settles_at: datetime
+    production: dict[str, Row | None] = field(default_factory=dict)  # dataset -> its ledger row
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass
+class Plan:
+    stream: StreamSpec
+    datasets: list[DatasetSpec]
+    days: list[DayPlan]
+    files: int  # distinct files over the range (neighbouring windows share files)
+    bytes: int
+    lines: int
+    unreadable: list[str]  # files whose gzip stream is corrupt: counted up to the damage
+    throughput: tuple[float, int] | None  # (events/s, runs) measured by earlier events runs
+
+    @property
+    def estimated_seconds(self) -> float | None:
+        return self.lines / self.throughput[0] if self.throughput else None
+
+
+def count_lines(path: str, reader: S3ReadConfig | None = None) -> tuple[int, bool]:
+    """(lines, intact) of a file (a local path or an `s3://` URI), gzip recognised by its magic bytes
+    as the ingestion does; a final newline does not start a line. A corrupt stream counts the lines
+    before the damage plus the one record the ingestion quarantines as `unreadable_file`."""
+    lines, last = 0, b"\n"
+    with open_archive_file(path, reader) as raw:
+        stream = decompressed(raw)
+        try:
+            while block := stream.read(CHUNK):
+                lines += block.count(b"\n")
+                last = block[-1:]
+        except (EOFError, OSError, zlib.error):
+            return lines + 1, False
+    return lines + (last != b"\n"), True
+
+
+def build_plan(
+    stream: StreamSpec,
+    datasets: list[DatasetSpec],
+    start: date,
+    end: date,
+    on_file: Callable[[ArchiveFile, int], None] = lambda _file, _total: None,
+) -> Plan:
+    """The plan of the days [start, end) of `stream`; `on_file(file, total bytes of the range)` is
+    called after each file is counted (a progress bar)."""
+    days = days_between(start, end)
+    if not days:
+        raise ValueError(f"empty range: --start {start} must be before --end {end} (exclusive)")
+    midnight = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
+    files = list_files(archive_for(stream), *read_window(stream, midnight, midnight + len(days) * DAY))
+    counted: dict[str, int] = {}
+    unreadable: list[str] = []
+    total = sum(f.size for f in files)
+    for f in files:
+        counted[f.path], intact = count_lines(f.path, f.reader)
+        if not intact:
+            unreadable.append(f.name)
+        on_file(f, total)
+    status = completeness(stream, files, [d.isoformat() for d in days], settings.now())
+    catalog = open_catalog()
+    production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
+    plans = []
+    for day in days:
+        low, high = read_window(stream, *_day_bounds(day))
+        # What a run of this day alone lists: whole hours, the first one floored (`listing.hours`).
+        window_hours = set(hours(low, high))
+        window_files = [f for f in files if f.ingestion_hour in window_hours]
+        plans.append(
+            DayPlan(
+                day=day,
+                window=(low, high),
+                files=window_files,
+                lines=sum(counted[f.path] for f in window_files),
+                missing_hours=status[day.isoformat()].missing_hours,
+                settles_at=status[day.isoformat()].horizon,
+                production={name: rows.get(day) for name, rows in production.items()},
+            )
+        )
+    return Plan(
+        stream=stream,
+        datasets=datasets,
+        days=plans,
+        files=len(files),
+        bytes=total,
+        lines=sum(counted.values()),
+        unreadable=unreadable,
+        throughput=events_throughput(ingestion_rows(catalog, stream.name)),
+    )
+
+
+def _day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    return start, start + DAY
+
+
+def _short(value: timedelta) -> str:
+    """`15min`, `8h`, `1h30min`, `2d`: how the specs write durations."""
+    minutes = int(value.total_seconds() // 60)
+    days, hours, minutes = minutes // 1440, minutes // 60 % 24, minutes % 60
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "min")) if n]
+    return "".join(parts) or "0min"
+
+
+def plan_table(plan: Plan) -> Table:
+    """One row per day: window, files, bytes, lines, missing hours, production per dataset."""
+    s = plan.stream
+    table = Table(
+        title=f"plan for {s.name}: each day reads ingestion hours [day - {_short(s.clock_skew)} skew - 1h, "
+        f"day end + {_short(s.allowed_lateness)} lateness + 1h)"
+    )
+    for column in ("day", "read window (UTC)", "files", "bytes", "lines", "missing ingestion hours"):
+        table.add_column(column, justify="left" if column.startswith(("read", "missing")) else "right")
+    for d in plan.datasets:
+        table.add_column(f"{d.name} in production")
+    for p in plan.days:
+        window = f"{p.window[0]:%m-%d %H:%M} → {p.window[1]:%m-%d %H:%M}"
+        missing = f"[red]{format_hours(p.missing_hours)}" if p.missing_hours else "none"
+        table.add_row(
+            p.day.isoformat(), window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
+            *(production_label(p.production[d.name]) for d in plan.datasets),
+        )  # fmt: skip
+    return table
+
+
+def plan_summary(plan: Plan) -> list[str]:
+    """The totals, the estimate (or why there is none) and what would block the run."""
+    days = len(plan.days)
+    lines = [
+        f"{days} day(s) read {plan.files:,} distinct archive files, {plan.bytes:,} bytes, "
+        f"{plan.lines:,} lines (neighbouring windows share files: per-day figures overlap)"
+    ]
+    if plan.unreadable:
+        lines.append(f"[red]unreadable (corrupt gzip): {', '.join(plan.unreadable)}")
+    if plan.throughput:
+        rate, runs = plan.throughput
+        lines.append(
+            f"estimated events step: {plan.estimated_seconds:,.0f} s at {rate:,.0f} lines/s "
+            f"(measured by {runs} earlier events run(s) in platform.ingestions); the shadow, checks "
+            "and promotion steps are not timed in the ledger, nor is the Spark start"
+        )
+    else:
+        lines.append("no estimate: no events run of this stream has recorded its duration in the ledger yet")
+    holes = [p for p in plan.days if p.missing_hours]
+    if holes:
+        lines.append(
+            f"[red]{len(holes)} day(s) have missing ingestion hours and would fail their `settled` check: "
+            + ", ".join(p.day.isoformat() for p in holes)
+        )
+    unsettled = [p for p in plan.days if p.settles_at > settings.now()]
+    if unsettled:
+        lines.append(
+            f"{len(unsettled)} day(s) are not settled yet (lateness horizon ahead): "
+            + ", ".join(f"{p.day} at {p.settles_at:%Y-%m-%d %H:%M}" for p in unsettled)
+        )
+    return lines

@@ -1,0 +1,100 @@
+"""`backfill-platform status`: each day's state per dataset, from the ledger alone (through PyIceberg).
+
+A day is, in order of what needs attention first:
+- **stale**: the events were re-derived after the active version's latest validation (the ingestion's
+  fingerprint differs from the one the validation judged): re-materialize the shadow, then promote;
+- **blocked**: the day's latest events or its latest validation failed blocking checks (named);
+- **provisional**: production holds a validation made before the day settled;
+- **promoted**: production holds the active version's latest validation (snapshot, version), or,
+  with no validation of the active version, another version's promotion;
+- **validated**: the latest validation passed but production holds something else (or nothing);
+- **adopted**: production holds adopted, unvalidated data and the active version never validated it;
+- **ingested** / nothing: only events exist, or nothing at all.
+The ledger is read as it is; `backfill-platform ledger` first repairs it from production's history if a
+process died between a production commit and its ledger write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from rich.table import Table
+
+from backfill_platform.lakehouse.resources import open_catalog
+from backfill_platform.ops.ledger_view import (
+    Row,
+    in_production,
+    ingestion_rows,
+    latest,
+    ledger_rows,
+    production_label,
+)
+from backfill_platform.specs.dataset import DatasetSpec
+
+STATE_STYLE = {"stale": "yellow", "blocked": "red", "provisional": "cyan", "promoted": "green"}
+
+
+@dataclass(frozen=True)
+class DayStatus:
+    dataset: str
+    day: date
+    state: str
+    production: Row | None  # the ledger row production holds for the day
+    validation: Row | None  # the active version's latest validation
+    detail: str
+
+
+def day_state(validation: Row | None, production: Row | None, ingestion: Row | None) -> tuple[str, str]:
+    """(state, detail) of one day; see the module docstring for the order."""
+    if validation is not None and ingestion is not None:
+        judged = (validation.get("events_rows"), validation.get("events_row_hash"))
+        if judged != (ingestion.get("events_rows"), ingestion.get("events_row_hash")):
+            return "stale", (
+                f"events re-derived in run {ingestion['run_id']} after validation run {validation['run_id']}"
+            )
+    if ingestion is not None and ingestion["checks_passed"] is False:
+        return "blocked", f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
+    if validation is not None and not validation["checks_passed"]:
+        return "blocked", f"failed {validation['failed_checks']} in run {validation['run_id']}"
+    if production is not None and (validation is None or production is validation):
+        if production["adopted"]:
+            return "adopted", f"unvalidated: {production.get('reason') or 'no reason recorded'}"
+        state = "provisional" if production.get("provisional") else "promoted"
+        return state, f"promotion run {production['promotion_run_id'] or '-'}"
+    if validation is not None:
+        return "validated", f"passed in run {validation['run_id']}, not what production holds"
+    return ("ingested", f"events run {ingestion['run_id']}") if ingestion else ("-", "nothing recorded")
+
+
+def dataset_status(catalog, spec: DatasetSpec) -> list[DayStatus]:
+    """Every day the ledger knows for the dataset (its stream's events ingested, validated, adopted or
+    promoted), in order."""
+    rows = ledger_rows(catalog, spec.name)
+    version = spec.active_version
+    validations = latest(rows, lambda r: r["version"] == version and not r["adopted"])
+    production = in_production(rows)
+    ingestions = latest(ingestion_rows(catalog, spec.source_stream))
+    statuses = []
+    for day in sorted(set(validations) | set(production) | set(ingestions)):
+        state, detail = day_state(validations.get(day), production.get(day), ingestions.get(day))
+        statuses.append(DayStatus(spec.name, day, state, production.get(day), validations.get(day), detail))
+    return statuses
+
+
+def status(datasets: list[DatasetSpec]) -> list[DayStatus]:
+    catalog = open_catalog()
+    return [s for spec in datasets for s in dataset_status(catalog, spec)]
+
+
+def status_table(statuses: list[DayStatus]) -> Table:
+    table = Table(title="status per dataset and day (from the ledger)")
+    for column in ("dataset", "day", "state", "production (version @ snapshot)", "detail"):
+        table.add_column(column)
+    for s in statuses:
+        style = STATE_STYLE.get(s.state)
+        table.add_row(
+            s.dataset, s.day.isoformat(), f"[{style}]{s.state}" if style else s.state,
+            production_label(s.production), s.detail,
+        )  # fmt: skip
+    return table

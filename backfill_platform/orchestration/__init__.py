@@ -1,0 +1,1 @@
+"""Dagster integration: the factory, the daily refresh, run workers, the instance."""

@@ -1,0 +1,98 @@
+"""Build every asset, check and job from the specs: nothing is written per stream or dataset by hand.
+
+Three ways in, one set of builders: the `Stream`, `Dataset` and `Lakehouse` components (a project's
+defs folder, `definitions.py`), the spec folders of `BACKFILL_PLATFORM_SPECS`, and `build_definitions`
+for a whole `SpecSet` in one call (the demo, the benchmark, tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dagster import AssetCheckKey, AssetsDefinition, Definitions
+
+from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
+from backfill_platform.orchestration.automation.conditions import (
+    archive_observation_condition,
+    events_condition,
+    production_condition,
+    shadow_condition,
+)
+from backfill_platform.orchestration.automation.sensor import automation_sensor
+from backfill_platform.orchestration.runs.executor import fenced_in_process_executor
+from backfill_platform.pipeline.archive.assets import archive_key, build_archive_asset
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
+from backfill_platform.pipeline.replay.job import replay_to_kinesis_job
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset, shadow_key
+from backfill_platform.pipeline.shadow.validate import DIVERGENCE
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.loader import SpecSet, load_specs, spec_dirs
+from backfill_platform.specs.stream import StreamSpec
+
+
+def platform_definitions() -> Definitions:
+    """What every stream and dataset runs on: resources of the current tier, executor, sensor, jobs."""
+    catalog = catalog_from_env()
+    return Definitions(
+        jobs=[revert_promotion_job, replay_to_kinesis_job],
+        sensors=[automation_sensor()],
+        resources={"catalog": catalog, "spark": spark_from_env(catalog)},
+        # Spark steps share the run's session: one JVM per run, not one per step. The executor also
+        # records the run's worker and fences writers (backfill_platform/orchestration/runs/executor.py).
+        executor=fenced_in_process_executor(catalog.jdbc_uri),
+    )
+
+
+def spec_assets(
+    streams: Iterable[StreamSpec], datasets: Iterable[DatasetSpec], known_streams: dict[str, StreamSpec]
+) -> list[AssetsDefinition]:
+    """The assets of these streams and datasets; a dataset's stream may be any of `known_streams`."""
+    assets = []
+    for stream in streams:
+        assets += stream_assets(stream)
+    for dataset in datasets:
+        assets += dataset_assets(dataset, known_streams[dataset.source_stream])
+    return assets
+
+
+def stream_assets(stream: StreamSpec) -> list[AssetsDefinition]:
+    """A stream's observable archive and events table, with the daily refresh's conditions."""
+    return [
+        build_archive_asset(stream, archive_observation_condition(stream)),
+        build_events_asset(stream, events_condition(stream, archive_key(stream))),
+    ]
+
+
+def dataset_assets(dataset: DatasetSpec, stream: StreamSpec) -> list[AssetsDefinition]:
+    """A dataset's shadows (the refresh derives the active one only) and production table."""
+    active = dataset.active_version
+    assets = [
+        build_shadow_asset(dataset, stream, version, shadow_condition(stream) if version == active else None)
+        for version in dataset.versions
+    ]
+    # Divergence from production only warns (unless a run sets a bound): after a late file the
+    # re-validated shadow always diverges, and must still be promoted.
+    divergence = AssetCheckKey(shadow_key(dataset, active), DIVERGENCE)
+    assets.append(build_production_asset(dataset, stream, production_condition(stream, [divergence])))
+    return assets
+
+
+def build_definitions(specs: SpecSet | None = None) -> Definitions:
+    """Every asset of a SpecSet (default: the built-in specs and BACKFILL_PLATFORM_SPECS) and the platform."""
+    specs = specs if specs is not None else load_specs()
+    assets = spec_assets(specs.streams.values(), specs.datasets.values(), specs.streams)
+    return Definitions.merge(Definitions(assets=assets), platform_definitions())
+
+
+def spec_folder_definitions() -> Definitions:
+    """The assets of the spec folders named in BACKFILL_PLATFORM_SPECS (the package's own streams and
+    datasets are components; a dataset in a folder may read one of them)."""
+    extra = spec_dirs()[1:]
+    if not extra:
+        return Definitions()
+    folders = load_specs(extra)
+    return Definitions(
+        assets=spec_assets(folders.streams.values(), folders.datasets.values(), load_specs().streams)
+    )

@@ -1,0 +1,1 @@
+"""The data's way: each stage depends only on those before it."""

@@ -1,0 +1,85 @@
+"""The archive asset: an observable source, partitioned by ingestion hour."""
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from dagster import (
+    AssetKey,
+    AssetsDefinition,
+    AutomationCondition,
+    DataVersion,
+    DataVersionsByPartition,
+    observable_source_asset,
+)
+
+from backfill_platform import settings
+from backfill_platform.pipeline.archive.listing import archive_for, list_files, manifest_fingerprint
+from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
+from backfill_platform.specs.stream import StreamSpec
+
+OBSERVE_ALL_TAG = "backfill_platform/observe_all"
+
+
+def archive_key(spec: StreamSpec) -> AssetKey:
+    return AssetKey(["archive", f"{spec.name}_archive"])
+
+
+def build_archive_asset(
+    spec: StreamSpec, automation_condition: AutomationCondition | None = None
+) -> AssetsDefinition:
+    partitions = ingestion_partitions(spec)
+
+    @observable_source_asset(
+        key=archive_key(spec),
+        partitions_def=partitions,
+        group_name=spec.name,
+        owners=[spec.owner],
+        description=(
+            f"Raw `{spec.name}` archive as delivered: {spec.archive.format} files "
+            f"({spec.archive.compression}) in hourly ingestion folders `{spec.archive.layout}` under "
+            f"`{spec.archive.location}`. Immutable input. An observation records each hour's manifest; its "
+            "data version changes when a file is added or replaced, which makes the affected event days stale"
+            + (
+                " (objects' keys, sizes and ETags)."
+                if spec.archive.s3 is not None
+                else " (files' names, sizes and modification times)."
+            )
+        ),
+        metadata={"layout": spec.archive.layout, "location": spec.archive.location},
+        automation_condition=automation_condition,
+    )
+    def _archive(context) -> DataVersionsByPartition:
+        now = settings.now()
+        full = context.run.tags.get(OBSERVE_ALL_TAG) == "true" or not _observed(context)
+        first = observation_start(spec, partitions.start, now, full)
+        files = list_files(archive_for(spec), first, now)
+        by_hour = defaultdict(list)
+        for f in files:
+            by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
+        versions = {hour: DataVersion(manifest_fingerprint(fs)) for hour, fs in by_hour.items()}
+        context.log.info(
+            f"{spec.name} archive: {len(files)} files, {sum(f.size for f in files):,} bytes "
+            f"in {len(by_hour)} ingestion hours since {first:%Y-%m-%d %H:%M}"
+        )
+        return DataVersionsByPartition(versions)
+
+    return _archive
+
+
+def observation_start(spec: StreamSpec, first: datetime, now: datetime, full: bool) -> datetime:
+    """The first ingestion hour an observation lists.
+
+    The first observation (or one launched with the run tag `backfill_platform/observe_all=true`)
+    records every hour. Later ones only the hours that can still change what the daily refresh does —
+    the read windows of the days within the refresh horizon — so that an hourly observation of a
+    year-old archive writes days' worth of hours, not a year's.
+    """
+    if full:
+        return first
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    bound = day - spec.refresh_horizon - timedelta(days=1) - spec.clock_skew - timedelta(hours=1)
+    return max(first, bound.replace(minute=0))
+
+
+def _observed(context) -> bool:
+    return bool(context.instance.fetch_observations(context.asset_key, limit=1).records)

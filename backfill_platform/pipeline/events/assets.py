@@ -1,0 +1,194 @@
+"""The events asset of a stream: the archive re-derived into a clean, event-time-partitioned table."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from dagster import (
+    AssetCheckSpec,
+    AssetDep,
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    AutomationCondition,
+    multi_asset,
+)
+from pyspark.sql import functions as F
+
+from backfill_platform import settings
+from backfill_platform.lakehouse.resources import SparkIcebergResource
+from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range
+from backfill_platform.pipeline.archive.assets import archive_key
+from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.events.checks import (
+    CHECK_DESCRIPTIONS,
+    REQUIRED_COLUMNS,
+    SETTLED,
+    quarantine_ratio_check,
+    reconciliation_check,
+    records_present_check,
+    schema_check,
+    settled_check,
+)
+from backfill_platform.pipeline.events.completeness import completeness
+from backfill_platform.pipeline.events.ingest import (
+    REASONS,
+    IngestResult,
+    PartitionFigures,
+    events_table,
+    ingest_window,
+)
+from backfill_platform.pipeline.events.read_record import read_observations
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.ledger.ledger import record_ingestions
+from backfill_platform.pipeline.partitions import backfill_policy, event_partitions
+from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
+from backfill_platform.pipeline.validation.checksums import day_fingerprints_and_nulls
+from backfill_platform.pipeline.validation.markdown import markdown_table
+from backfill_platform.pipeline.validation.verdicts import day_outcomes, failed_days
+from backfill_platform.specs.stream import StreamSpec
+
+
+def events_key(spec: StreamSpec) -> AssetKey:
+    return AssetKey([RAW_NAMESPACE, spec.events_table])
+
+
+def build_events_asset(
+    spec: StreamSpec, automation_condition: AutomationCondition | None = None
+) -> AssetsDefinition:
+    """The stream's events table; `automation_condition` is the daily refresh's (orchestration/)."""
+    key = events_key(spec)
+    partitions = event_partitions(spec)
+
+    @multi_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            AssetSpec(
+                key,
+                deps=[
+                    AssetDep(archive_key(spec), partition_mapping=ArchiveReadWindowMapping.for_stream(spec))
+                ],
+                partitions_def=partitions,
+                # A day that fails a blocking check is not materialized (see pipeline/validation/verdicts.py).
+                skippable=True,
+                automation_condition=automation_condition,
+                group_name=spec.name,
+                kinds={"spark", "iceberg"},
+                owners=[spec.owner],
+                description=(
+                    f"`{spec.name}` events, one row per event id, in Iceberg table "
+                    f"`{RAW_NAMESPACE}.{spec.events_table}` partitioned by event-time day. A day reads every "
+                    f"ingestion hour that can hold its events (clock skew {spec.clock_skew}, allowed lateness "
+                    f"{spec.allowed_lateness}), upcasts every schema version to the latest, keeps the earliest "
+                    "delivery of each id and sends what cannot be parsed or is outside the lateness horizon to "
+                    f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
+                    "exactly that range in one commit. Each day is checked on its own; a day is only "
+                    "materialized once it passed, and only once it is settled (its lateness horizon passed "
+                    "and no ingestion hour is missing)."
+                ),
+                metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
+            )
+        ],
+        check_specs=[
+            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
+            for name, text in CHECK_DESCRIPTIONS.items()
+        ],
+        # Makes the check outputs optional: verdicts are reported per day as check evaluations.
+        can_subset=True,
+        backfill_policy=backfill_policy(spec.max_partitions_per_run),
+        # Events and quarantine of a window are two commits: one ingestion of a stream at a time, so two
+        # overlapping runs never leave a day with one run's events and the other's quarantine.
+        pool=f"ingest_{spec.name}",
+    )
+    def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
+        session = spark.spark_session
+        window = context.partition_time_window
+        per_day = promotion_policy(context.run.tags) == PER_DAY
+        listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
+        result = ingest_window(
+            session, spec, archive_for(spec), window.start, window.end, run_properties(context)
+        )
+        context.log.info(ingest_report(result))
+        if result.unlisted:
+            # Not part of any day's figures (no window reads them), but never silently ignored.
+            context.log.warning(
+                f"{len(result.unlisted)} files under the archive root are in no ingestion hour and are not "
+                "read: " + "; ".join(f"{f.name} ({f.lines} lines, {f.why})" for f in result.unlisted[:20])
+            )
+        days = sorted(result.partitions)
+        # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
+        written = session.sql(
+            f"SELECT * FROM {events_table(session, spec)} VERSION AS OF {result.events_snapshot_id}"
+        ).where(in_range("event_time", window.start, window.end))
+        # One pass: each day's fingerprint, and the null counts the schema check needs.
+        fingerprints, nulls = day_fingerprints_and_nulls(
+            written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
+        )
+        rows_by_day = {day: rows for day, (rows, _) in fingerprints.items()}
+        verdicts = [
+            *reconciliation_check(session, spec, result, rows_by_day, window.start, window.end),
+            *quarantine_ratio_check(spec, result),
+            *schema_check(spec, written, days, nulls),
+            *records_present_check(spec, result),
+            *settled_check(spec, completeness(spec, result.files, result.partitions, settings.now())),
+        ]
+        provisional = [v.day for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
+        # Shadows of later runs only build on days whose events passed these checks, and only while the
+        # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
+        failed = failed_days(verdicts)
+        record_ingestions(
+            session, spec, result, context.run.run_id, failed, fingerprints, provisional=provisional
+        )
+        day_metadata = {
+            day: {
+                **partition_metadata(result.partitions[day]),
+                "events_rows": fingerprints[day][0],
+                "events_hash_sum": fingerprints[day][1],
+                "checks_passed": day not in failed,
+                "provisional": day in provisional,
+            }
+            for day in days
+        }
+        # What each day read, committed or not: the daily refresh compares it with the archive to decide
+        # whether a day is behind it, or whether a failed day would only fail again on the same files.
+        for observation in read_observations(key, spec, result.files, days, listed_at):
+            context.log_event(observation)
+        yield from day_outcomes(
+            context,
+            key,
+            verdicts,
+            day_metadata,
+            {"table": events_table(session, spec), "snapshot_id": str(result.events_snapshot_id)},
+            per_day,
+        )
+
+    return _events
+
+
+def partition_metadata(figures: PartitionFigures) -> dict:
+    """One day's accounting, as the UI plots it across partitions."""
+    return {
+        "archive_files": figures.archive_files,
+        "records": figures.records,
+        "written": figures.written,
+        "duplicates": figures.duplicates,
+        "conflicting_ids": figures.conflicting_ids,
+        "late": figures.late,
+        "quarantined": figures.quarantined_total,
+        **{f"quarantined_{reason}": count for reason, count in figures.quarantined.items()},
+    }
+
+
+def ingest_report(result: IngestResult) -> str:
+    """Per-partition figures as a markdown table (also what `make demo` prints)."""
+    rows = [
+        [p.partition, p.records, p.written, p.duplicates, p.quarantined_total, p.late]
+        for p in sorted(result.partitions.values(), key=lambda p: p.partition)
+    ]
+    reasons = {r: sum(p.quarantined[r] for p in result.partitions.values()) for r in REASONS}
+    by_reason = ", ".join(f"{r} {n}" for r, n in reasons.items() if n) or "none"
+    return (
+        markdown_table(["partition", "read", "written", "duplicates", "quarantined", "late"], rows)
+        + f"\n\nquarantined by reason: {by_reason}. {len(result.files)} files, {result.bytes:,} bytes, "
+        f"{result.seconds:.1f} s, {result.events_per_second:,.0f} events/s"
+    )

@@ -1,0 +1,156 @@
+"""Blocking checks of the events asset, one verdict per day: reconciliation, quarantine ratio, schema,
+records present, settled.
+
+Each check reads the tables back rather than trusting the figures the ingestion computed, and carries
+that day's numbers as metadata.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from dagster import MetadataValue
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.tables import in_range
+from backfill_platform.pipeline.events.completeness import DayCompleteness, format_hours
+from backfill_platform.pipeline.events.ingest import IngestResult, events_columns, quarantine_table
+from backfill_platform.pipeline.validation.schema import pandera_schema, validate_schema
+from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.specs.stream import StreamSpec
+
+RECONCILIATION = "reconciliation"
+QUARANTINE_RATIO = "quarantine_ratio"
+SCHEMA = "schema"
+RECORDS_PRESENT = "records_present"
+SETTLED = "settled"
+CHECK_DESCRIPTIONS = {
+    RECONCILIATION: "records read = events written + duplicates + quarantined (read back), per day",
+    QUARANTINE_RATIO: "quarantined / read stays under the spec's bound, per day",
+    SCHEMA: "pandera model of the events: types, and id, time and ingestion metadata never null",
+    RECORDS_PRESENT: "the day has archive records (unless the spec allows empty days)",
+    SETTLED: "the day's lateness horizon passed and no ingestion hour of its read window is missing",
+}
+
+
+def _counts_by_day(
+    spark: SparkSession, table: str, column: str, start: datetime, end: datetime
+) -> dict[str, int]:
+    rows = (
+        spark.table(table)
+        .where(in_range(column, start, end))
+        .groupBy(F.to_date(column).alias("day"))
+        .count()
+        .collect()
+    )
+    return {row["day"].isoformat(): row["count"] for row in rows}
+
+
+def reconciliation_check(
+    spark: SparkSession,
+    spec: StreamSpec,
+    result: IngestResult,
+    written: dict[str, int],
+    start: datetime,
+    end: datetime,
+) -> list[DayVerdict]:
+    """records read = rows in the events table + duplicates removed + rows in quarantine, per day.
+
+    `written` is the events rows per day as read back from the table the run committed.
+    """
+    quarantined = _counts_by_day(spark, quarantine_table(spark, spec), "attributed_time", start, end)
+    verdicts = []
+    for day, figures in sorted(result.partitions.items()):
+        in_events, in_quarantine = written.get(day, 0), quarantined.get(day, 0)
+        balance = figures.records - in_events - figures.duplicates - in_quarantine
+        metadata = {
+            "read": figures.records,
+            "written": in_events,
+            "duplicates": figures.duplicates,
+            "quarantined": in_quarantine,
+            "unaccounted": balance,
+        }
+        verdicts.append(DayVerdict(RECONCILIATION, day, balance == 0, metadata))
+    return verdicts
+
+
+def quarantine_ratio_check(spec: StreamSpec, result: IngestResult) -> list[DayVerdict]:
+    verdicts = []
+    for day, figures in sorted(result.partitions.items()):
+        ratio = figures.quarantined_total / figures.records if figures.records else 0.0
+        metadata = {
+            "read": figures.records,
+            "quarantined": figures.quarantined_total,
+            "ratio": MetadataValue.float(ratio),
+            "bound": MetadataValue.float(spec.max_quarantine_ratio),
+            **{f"quarantined_{reason}": n for reason, n in figures.quarantined.items() if n},
+        }
+        verdicts.append(DayVerdict(QUARANTINE_RATIO, day, ratio <= spec.max_quarantine_ratio, metadata))
+    return verdicts
+
+
+def records_present_check(spec: StreamSpec, result: IngestResult) -> list[DayVerdict]:
+    """A day with no archive records at all is a missing or expired archive, not a quiet day.
+
+    Left unchecked it would validate trivially downstream (0 rows expected, 0 found) and a promotion
+    would empty production. Streams that can have empty days say so with `allow_empty_partitions`.
+    """
+    return [
+        DayVerdict(
+            RECORDS_PRESENT,
+            day,
+            figures.records > 0 or spec.allow_empty_partitions,
+            {"read": figures.records, "archive_files": figures.archive_files},
+        )
+        for day, figures in sorted(result.partitions.items())
+    ]
+
+
+def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[DayVerdict]:
+    """Every day's lateness horizon has passed and its read window has every ingestion hour.
+
+    An unsettled day would validate against itself and publish an undercount as validated. With the
+    spec's `provisional_promotion`, a day whose horizon is still ahead (and with no hole so far) passes
+    as provisional; it is recorded as such and validated again once settled.
+    """
+    verdicts = []
+    for day, status in sorted(days.items()):
+        provisional = not status.settled and spec.provisional_promotion and not status.missing_hours
+        metadata = {
+            "settles_at": status.horizon.strftime("%Y-%m-%d %H:%M UTC"),
+            "provisional": provisional,
+            "missing_hours": MetadataValue.text(format_hours(status.missing_hours) or "none"),
+            "hours_still_to_come": len(status.pending_hours),
+            "problem": MetadataValue.text(status.problem() or "none"),
+        }
+        verdicts.append(DayVerdict(SETTLED, day, status.settled or provisional, metadata))
+    return verdicts
+
+
+REQUIRED_COLUMNS = (
+    "event_id",
+    "event_time",
+    "_schema_version",
+    "_source_file",
+    "_line_number",
+    "_ingestion_time",
+)
+
+
+def schema_check(
+    spec: StreamSpec, df: DataFrame, days: list[str], null_counts: dict[str, int] | None = None
+) -> list[DayVerdict]:
+    """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null.
+
+    pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
+    `null_counts` (rows where each required column is null) may come from a pass the caller runs anyway.
+    """
+    schema = pandera_schema(spec.events_table, events_columns(spec), set(REQUIRED_COLUMNS))
+    outcome = validate_schema(df, schema, null_counts)
+    metadata = {
+        "errors": MetadataValue.json(outcome.errors),
+        "null_violations": MetadataValue.json(outcome.null_violations),
+        "scope": "the range validated in this run",
+    }
+    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]

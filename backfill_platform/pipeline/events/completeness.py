@@ -1,0 +1,96 @@
+"""When is a day's data complete? Its lateness horizon has passed and its archive has no hole.
+
+A day becomes a Dagster partition at midnight, but lines for it keep arriving until
+`day end + allowed_lateness` (and are read up to one ingestion hour later). Validating a day before
+then compares an incomplete day with itself: every check passes and an undercount would be published as
+validated. A missing ingestion hour inside the read window is the same undercount, caused by a lost or
+delayed delivery. A day is **settled** when neither is the case; only settled days are validated as
+final (a spec may allow *provisional* promotion of days whose horizon has not passed yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
+from backfill_platform.pipeline.events.ingest import read_window
+from backfill_platform.specs.stream import StreamSpec
+
+DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class DayCompleteness:
+    """What a day's read window holds at the time `now`."""
+
+    day: str
+    horizon: datetime  # the day settles once `now` reaches this
+    horizon_passed: bool
+    missing_hours: list[datetime] = field(default_factory=list)  # due, but no archive file
+    pending_hours: list[datetime] = field(default_factory=list)  # not due yet
+
+    @property
+    def settled(self) -> bool:
+        return self.horizon_passed and not self.missing_hours
+
+    def problem(self) -> str | None:
+        """Why the day is not settled, naming the hours; None when it is."""
+        parts = []
+        if not self.horizon_passed:
+            parts.append(
+                f"lateness horizon not passed (settles at {self.horizon:%Y-%m-%d %H:%M} UTC, "
+                f"{len(self.pending_hours)} ingestion hours still to come)"
+            )
+        if self.missing_hours:
+            parts.append(f"no archive file for ingestion hours {format_hours(self.missing_hours)}")
+        return "; ".join(parts) or None
+
+
+def day_horizon(spec: StreamSpec, day: date) -> datetime:
+    """The moment a day settles: its end + the allowed lateness + the one hour its last file may take."""
+    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    return read_window(spec, start, start + DAY)[1]
+
+
+def required_hours(spec: StreamSpec, day: date) -> list[datetime]:
+    """The ingestion hours a day's read window needs, from the stream's first day on (none exist before)."""
+    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+    stream_start = datetime.combine(spec.first_partition, datetime.min.time(), tzinfo=UTC)
+    return [h for h in hours(*read_window(spec, start, start + DAY)) if h >= stream_start]
+
+
+def completeness(
+    spec: StreamSpec, files: Iterable[ArchiveFile], days: Iterable[str], now: datetime
+) -> dict[str, DayCompleteness]:
+    """Each day's completeness, given the archive files listed for its read window."""
+    present = {_utc(f.ingestion_hour) for f in files}
+    result = {}
+    for day in days:
+        needed = required_hours(spec, date.fromisoformat(day))
+        due = [h for h in needed if h + timedelta(hours=1) <= now]
+        horizon = day_horizon(spec, date.fromisoformat(day))
+        result[day] = DayCompleteness(
+            day=day,
+            horizon=horizon,
+            horizon_passed=horizon <= now,
+            missing_hours=[] if spec.allow_empty_hours else [h for h in due if h not in present],
+            pending_hours=[h for h in needed if h + timedelta(hours=1) > now],
+        )
+    return result
+
+
+def format_hours(values: list[datetime]) -> str:
+    """Consecutive hours as ranges: `2026-10-03 05:00 to 06:59, 2026-10-03 09:00 to 09:59`."""
+    runs: list[list[datetime]] = []
+    for hour in sorted(values):
+        if runs and hour - runs[-1][-1] == timedelta(hours=1):
+            runs[-1].append(hour)
+        else:
+            runs.append([hour])
+    return ", ".join(f"{r[0]:%Y-%m-%d %H}:00 to {r[-1]:%H}:59" for r in runs)
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

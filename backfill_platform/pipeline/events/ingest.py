@@ -1,0 +1,213 @@
+"""Ingest one event-time window: read the archive hours that can hold it, write events and quarantine.
+
+The window [start, end) reads ingestion hours [start - clock_skew - 1h, end + allowed_lateness + 1h), which
+covers every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
+the window in one Iceberg commit, so re-running a window is idempotent.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
+from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
+from backfill_platform.pipeline.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
+from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records, read_lines
+from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.specs.stream import StreamSpec, events_columns
+
+
+@dataclass
+class PartitionFigures:
+    """The accounting of one event-time partition: records = written + duplicates + quarantined."""
+
+    partition: str
+    archive_files: int = 0
+    records: int = 0
+    written: int = 0
+    duplicates: int = 0
+    conflicting_ids: int = 0
+    late: int = 0
+    quarantined: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+
+@dataclass
+class IngestResult:
+    files: list[ArchiveFile]
+    partitions: dict[str, PartitionFigures]
+    seconds: float
+    events_snapshot_id: int | None
+    quarantine_snapshot_id: int | None
+    # Files below the archive root that no window ever reads (outside the hour layout, hidden, or in an
+    # hour before the stream's first read window), with their line counts: reported, not dropped.
+    unlisted: list[UnlistedFile] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions.values())
+
+    @property
+    def events_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds else 0.0
+
+
+def events_table(spark: SparkSession, spec: StreamSpec) -> str:
+    return table_id(spark, RAW_NAMESPACE, spec.events_table)
+
+
+def quarantine_table(spark: SparkSession, spec: StreamSpec) -> str:
+    return table_id(spark, RAW_NAMESPACE, spec.quarantine_table)
+
+
+QUARANTINE_COLUMNS = [
+    ("line", "string"),
+    ("_source_file", "string"),
+    ("_line_number", "bigint"),
+    ("reason", "string"),
+    ("detail", "string"),
+    ("_ingestion_time", "timestamp"),
+    ("attributed_time", "timestamp"),
+    ("event_id", "string"),
+    ("event_time", "timestamp"),
+    ("_schema_version", "int"),
+    ("raw_bytes", "binary"),  # the line's exact bytes when they are not UTF-8 (`line` escapes them)
+]
+
+
+def ensure_stream_tables(spark: SparkSession, spec: StreamSpec) -> None:
+    """Create the events and quarantine tables, or add the columns they lack: a field of a new schema
+    version (events), a column of a newer platform (quarantine). Rows written before read null for it."""
+    ensure_table(spark, events_table(spark, spec), events_columns(spec), "days(event_time)")
+    ensure_table(spark, quarantine_table(spark, spec), QUARANTINE_COLUMNS, "days(attributed_time)")
+
+
+def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """Ingestion hours that can hold lines attributed to [start, end)."""
+    return start - spec.clock_skew - HOUR, end + spec.allowed_lateness + HOUR
+
+
+def ingest_window(
+    spark: SparkSession,
+    spec: StreamSpec,
+    archive: Archive,
+    start: datetime,
+    end: datetime,
+    properties: dict[str, str] | None = None,
+) -> IngestResult:
+    """Re-derive the events and quarantine of [start, end) from the archive; return the figures."""
+    began = time.monotonic()
+    files = list_files(archive, *read_window(spec, start, end))
+    # The tables' DDL is the run's first catalog call (over a second in a fresh JVM): it runs while the
+    # main pass is planned and computed, and the writes wait for it.
+    ddl = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ensure-stream-tables")
+    tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
+    records = classified = None
+    try:
+        lines = read_lines(spark, files, spec.archive.max_line_bytes)
+        # Persisted: classifying compares copies in three branches (per day, and across each midnight),
+        # which would otherwise read and parse every file three times.
+        records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
+        classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
+        partitions = _figures(classified, start, end)
+        # `classified` is computed and cached now; its input need not hold memory any longer.
+        records.unpersist()
+        tables_ready.result()
+        events = classified.where(F.col("_kept")).select(*(name for name, _ in events_columns(spec)))
+        events_snapshot = replace_range(
+            events, events_table(spark, spec), "event_time", start, end, properties
+        )
+        failpoint(EVENTS_BEFORE_QUARANTINE)
+        quarantine = classified.where(F.col("_reason").isNotNull()).select(
+            "line",
+            "_source_file",
+            "_line_number",
+            F.col("_reason").alias("reason"),
+            F.col("_detail").alias("detail"),
+            "_ingestion_time",
+            F.col("_attributed_time").alias("attributed_time"),
+            F.when(F.col("event_id") != "", F.col("event_id")).alias("event_id"),
+            "event_time",
+            "_schema_version",
+            F.col("_raw").alias("raw_bytes"),
+        )
+        quarantine_snapshot = replace_range(
+            quarantine, quarantine_table(spark, spec), "attributed_time", start, end, properties
+        )
+        # Windows of neighbouring days overlap, so per-day file counts do not add up to the run's.
+        for day, figures in partitions.items():
+            day_start = datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=start.tzinfo)
+            low, high = read_window(spec, day_start, day_start + timedelta(days=1))
+            figures.archive_files = sum(1 for f in files if low <= f.ingestion_hour < high)
+    finally:
+        ddl.shutdown(wait=True)
+        for cached in (classified, records):
+            if cached is not None:
+                cached.unpersist()
+    return IngestResult(
+        files=files,
+        partitions=partitions,
+        seconds=time.monotonic() - began,
+        events_snapshot_id=events_snapshot,
+        quarantine_snapshot_id=quarantine_snapshot,
+        unlisted=unlisted_files(spec, archive),
+    )
+
+
+def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
+    """What the archive holds that no window of the stream reads (if the archive can tell)."""
+    scan = getattr(archive, "unlisted_files", None)
+    if scan is None:
+        return []
+    first = datetime.combine(spec.first_partition, datetime.min.time(), tzinfo=UTC)
+    first_hour = read_window(spec, first, first + timedelta(days=1))[0]
+    return scan(first_hour.replace(minute=0, second=0, microsecond=0), spec.archive.max_line_bytes)
+
+
+def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str, PartitionFigures]:
+    reason = F.col("_reason")
+    kept = F.col("_kept")
+    rows = (
+        classified.groupBy(F.to_date("_attributed_time").alias("day"))
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.count(F.when(kept, 1)).alias("written"),
+            F.count(F.when(reason.isNull() & ~kept, 1)).alias("duplicates"),
+            F.countDistinct(F.when(reason == "conflicting_duplicate", F.col("event_id"))).alias(
+                "conflicting_ids"
+            ),
+            F.count(F.when(kept & (F.col("_ingestion_time") > F.date_trunc("hour", "event_time")), 1)).alias(
+                "late"
+            ),
+            *(F.count(F.when(reason == r, 1)).alias(r) for r in REASONS),
+        )
+        .collect()
+    )
+    figures = {
+        day.isoformat(): PartitionFigures(day.isoformat()) for day in days_between(start.date(), end.date())
+    }
+    for row in rows:
+        figures[row["day"].isoformat()] = PartitionFigures(
+            partition=row["day"].isoformat(),
+            records=row["records"],
+            written=row["written"],
+            duplicates=row["duplicates"],
+            conflicting_ids=row["conflicting_ids"],
+            late=row["late"],
+            quarantined={r: row[r] for r in REASONS},
+        )
+    return figures

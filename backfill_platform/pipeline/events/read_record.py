@@ -1,0 +1,69 @@
+"""What an events run read: the per-day record the daily refresh compares with the archive.
+
+The events step records, per day it committed, the *read version* of the files it listed (the
+fingerprint of the manifest fingerprints of the ingestion hours of the day's read window) and when it
+listed them: an observation of the events asset whose data version is `<read version>@<epoch seconds>`,
+the only tag Dagster indexes per partition. `orchestration/automation/read_versions.py` compares it with
+the archive as observed after that listing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+
+from dagster import AssetKey, AssetObservation
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+from backfill_platform.pipeline.archive.listing import ArchiveFile, hours, manifest_fingerprint
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.partitions import DAY, HOUR_KEY
+from backfill_platform.specs.stream import StreamSpec
+
+
+def read_version(hour_versions: dict[str, str], window_hours: Iterable[str]) -> str:
+    """The fingerprint of the hours a day reads: hours without files (no version) count as empty."""
+    digest = hashlib.sha256()
+    for hour in sorted(window_hours):
+        digest.update(f"{hour}={hour_versions.get(hour, '')}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def window_hours(spec: StreamSpec, day_start: datetime) -> list[str]:
+    low, high = ArchiveReadWindowMapping.for_stream(spec).hours_window(day_start, day_start + DAY)
+    return [h.strftime(HOUR_KEY) for h in hours(low, high)]
+
+
+def read_observations(
+    key: AssetKey, spec: StreamSpec, files: list[ArchiveFile], days: Iterable[str], listed_at: datetime
+) -> Iterator[AssetObservation]:
+    """One observation per committed day: the read version of the files the run listed, and when."""
+    by_hour: dict[str, list[ArchiveFile]] = defaultdict(list)
+    for f in files:
+        by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
+    versions = {hour: manifest_fingerprint(fs) for hour, fs in by_hour.items()}
+    for day in days:
+        version = read_version(versions, window_hours(spec, day_start(day)))
+        yield AssetObservation(
+            asset_key=key,
+            partition=day,
+            tags={DATA_VERSION_TAG: encode_read(version, listed_at)},
+            metadata={"archive_read_version": version},
+        )
+
+
+def encode_read(version: str, listed_at: datetime) -> str:
+    """The data version an events day records: its read version and when the run listed the archive."""
+    return f"{version}@{listed_at.timestamp():.3f}"
+
+
+def decode_read(value: str) -> tuple[str, float] | None:
+    """`(read version, epoch seconds)` of a recorded read; None for other data versions of the asset."""
+    version, _, at = value.partition("@")
+    return (version, float(at)) if at else None
+
+
+def day_start(day: str) -> datetime:
+    return datetime.fromisoformat(day).replace(tzinfo=UTC)

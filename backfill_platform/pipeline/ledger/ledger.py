@@ -1,0 +1,284 @@
+"""Ledger tables in the `platform` namespace.
+
+`platform.ingestions` has one row per stream, event-time day and events run: archive files, records
+read, events written, duplicates, quarantined, late. `platform.ledger` has one row per dataset, version,
+day and shadow run: the ingestion figures it was computed from, the shadow rows and checksum, the check
+verdicts, and the production snapshot that published it (or reverted it), derived from production's
+commit history by `ledger.reconcile` rather than written beside it.
+Together they prove nothing was lost or doubled, and reports read from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, date, datetime
+
+from dagster import AssetExecutionContext
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.snapshots import iceberg_table
+from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, table_id
+from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
+from backfill_platform.pipeline.validation.outcome import ShadowValidation
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
+
+
+@dataclass
+class IngestionRow:
+    stream: str
+    partition: date
+    run_id: str
+    recorded_at: datetime
+    archive_files: int
+    records: int
+    written: int
+    duplicates: int
+    conflicting_ids: int
+    quarantined: int
+    late: int
+    events_snapshot_id: int | None
+    checks_passed: bool
+    failed_checks: str | None
+    events_rows: int | None = None
+    events_row_hash: str | None = None
+    # Validated before the day's lateness horizon passed (the spec allows provisional promotion).
+    provisional: bool | None = None
+    # Wall time of the whole events run that recorded this day (every day of a range run carries the
+    # same value): with the run's records, the throughput `backfill-platform plan` estimates from.
+    run_seconds: float | None = None
+
+
+@dataclass
+class LedgerRow:
+    dataset: str
+    version: str
+    partition: date
+    run_id: str
+    recorded_at: datetime
+    stream: str
+    backfill_id: str | None = None
+    reason: str | None = None
+    archive_files: int | None = None
+    records: int | None = None
+    events_written: int | None = None
+    duplicates: int | None = None
+    quarantined: int | None = None
+    late: int | None = None
+    shadow_snapshot_id: int | None = None
+    shadow_rows: int | None = None
+    shadow_row_hash: str | None = None
+    checks_passed: bool | None = None
+    failed_checks: str | None = None
+    check_digest: str | None = None
+    diverging_rows: int | None = None
+    # The events the validation judged (rows, hash sum): promotion refuses once the events differ.
+    events_rows: int | None = None
+    events_row_hash: str | None = None
+    provisional: bool | None = None
+    adopted: bool = False
+    promoted_snapshot_id: int | None = None
+    promoted_at: datetime | None = None
+    promotion_run_id: str | None = None
+    reverted_snapshot_id: int | None = None
+    reverted_at: datetime | None = None
+
+
+_SPARK_TYPES = {
+    int: "bigint",
+    float: "double",
+    str: "string",
+    bool: "boolean",
+    datetime: "timestamp",
+    date: "date",
+}
+
+
+def ddl(row_type: type) -> str:
+    """Spark DDL of a row dataclass, in field order."""
+    parts = []
+    for f in fields(row_type):
+        base = next(t for t in _SPARK_TYPES if t.__name__ in str(f.type))
+        parts.append(f"{f.name} {_SPARK_TYPES[base]}")
+    return ", ".join(parts)
+
+
+def ingestions_table(spark: SparkSession) -> str:
+    return table_id(spark, PLATFORM_NAMESPACE, "ingestions")
+
+
+def ledger_table(spark: SparkSession) -> str:
+    return table_id(spark, PLATFORM_NAMESPACE, "ledger")
+
+
+def ensure_ledger(spark: SparkSession) -> None:
+    """Create the ledger tables, or add the columns a newer version of the platform records.
+
+    Columns are only ever added (Iceberg schema evolution), so older rows stay readable with nulls.
+    When both tables exist with every column (the usual case) this is two metadata reads in the driver,
+    not three DDL statements and two table scans' planning.
+    """
+    tables = ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow))
+    if all(_complete(spark, identifier, row_type) for identifier, row_type in tables):
+        return
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ledger_table(spark).rsplit('.', 1)[0]}")
+    for identifier, row_type in tables:
+        # Rows are keyed: MERGEs of different rows need not conflict with concurrent appends.
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl(row_type)}) USING iceberg "
+            "TBLPROPERTIES ('write.merge.isolation-level'='snapshot')"
+        )
+        existing = set(spark.table(identifier).columns)
+        missing = [part for part in ddl(row_type).split(", ") if part.split(" ")[0] not in existing]
+        if missing:
+            spark.sql(f"ALTER TABLE {identifier} ADD COLUMNS ({', '.join(missing)})")
+
+
+def _complete(spark: SparkSession, identifier: str, row_type: type) -> bool:
+    """The table exists and has a column for every field of `row_type`."""
+    try:
+        table = iceberg_table(spark, identifier)
+    except AnalysisException:  # no such table (or namespace): created by the caller
+        return False
+    present = {column.name() for column in table.schema().columns()}
+    return all(f.name in present for f in fields(row_type))
+
+
+def append(spark: SparkSession, rows: list, row_type: type) -> None:
+    if not rows:
+        return
+    ensure_ledger(spark)
+    target = ingestions_table(spark) if row_type is IngestionRow else ledger_table(spark)
+    df = spark.createDataFrame([tuple(asdict(r).values()) for r in rows], ddl(row_type))
+    df.writeTo(target).append()
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _latest_per_day(df: DataFrame, days: list[date]) -> dict[str, dict]:
+    """Each day's most recently recorded row. A day has one row per run that covered it (a handful), so
+    the rows are collected and picked here: one scan, no shuffle for a window."""
+    latest: dict[str, dict] = {}
+    for row in df.where(F.col("partition").isin(days)).collect():
+        record = row.asDict()
+        day = record["partition"].isoformat()
+        order = (record["recorded_at"], record["run_id"])
+        if day not in latest or order > (latest[day]["recorded_at"], latest[day]["run_id"]):
+            latest[day] = record
+    return latest
+
+
+def latest_ingestions(spark: SparkSession, stream: str, days: list[date]) -> dict[str, dict]:
+    """The most recent ingestion figures (and check verdicts) of each day."""
+    ensure_ledger(spark)
+    return _latest_per_day(spark.table(ingestions_table(spark)).where(F.col("stream") == stream), days)
+
+
+def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: list[date]) -> dict[str, dict]:
+    """The most recent validation of each day of a dataset version (what promotion is gated on)."""
+    ensure_ledger(spark)
+    rows = spark.table(ledger_table(spark)).where(
+        (F.col("dataset") == dataset) & (F.col("version") == version) & ~F.col("adopted")
+    )
+    return _latest_per_day(rows, days)
+
+
+def ledger(spark: SparkSession, dataset: str | None = None) -> DataFrame:
+    ensure_ledger(spark)
+    df = spark.table(ledger_table(spark))
+    return df.where(F.col("dataset") == dataset) if dataset else df
+
+
+def record_ingestions(
+    spark: SparkSession,
+    spec,
+    result,
+    run_id: str,
+    failed: dict[str, list[str]],
+    fingerprints: dict[str, tuple[int, str]],
+    provisional: Collection[str] = (),
+) -> None:
+    """One `platform.ingestions` row per event-time day of an events run: figures, verdicts, and the
+    fingerprint of the events those verdicts are about."""
+    recorded = now()
+    append(
+        spark,
+        [
+            IngestionRow(
+                stream=spec.name,
+                partition=date.fromisoformat(day),
+                run_id=run_id,
+                recorded_at=recorded,
+                archive_files=f.archive_files,
+                records=f.records,
+                written=f.written,
+                duplicates=f.duplicates,
+                conflicting_ids=f.conflicting_ids,
+                quarantined=f.quarantined_total,
+                late=f.late,
+                events_snapshot_id=result.events_snapshot_id,
+                checks_passed=not failed.get(day),
+                failed_checks=",".join(failed.get(day, [])) or None,
+                events_rows=fingerprints[day][0],
+                events_row_hash=fingerprints[day][1],
+                provisional=day in provisional,
+                run_seconds=result.seconds,
+            )
+            for day, f in sorted(result.partitions.items())
+        ],
+        IngestionRow,
+    )
+
+
+def record_validation(
+    spark,
+    context: AssetExecutionContext,
+    spec: DatasetSpec,
+    stream: StreamSpec,
+    version: str,
+    snapshot: int | None,
+    validation: ShadowValidation,
+    fingerprints: dict[str, tuple[int, str]],
+    ingestions: dict[str, dict],
+    events_fingerprints: dict[str, tuple[int, str]],
+) -> None:
+    """One ledger row per partition: the ingestion and the exact events it came from, what the shadow
+    holds, the verdicts."""
+    recorded = now()
+    rows = []
+    for day in validation.days:
+        ingestion = ingestions.get(day, {})
+        rows.append(
+            LedgerRow(
+                dataset=spec.name,
+                version=version,
+                partition=date.fromisoformat(day),
+                run_id=context.run.run_id,
+                recorded_at=recorded,
+                stream=stream.name,
+                backfill_id=context.run.tags.get(BACKFILL_TAG),
+                reason=context.run.tags.get(REASON_TAG),
+                archive_files=ingestion.get("archive_files"),
+                records=ingestion.get("records"),
+                events_written=ingestion.get("written"),
+                duplicates=ingestion.get("duplicates"),
+                quarantined=ingestion.get("quarantined"),
+                late=ingestion.get("late"),
+                shadow_snapshot_id=snapshot,
+                shadow_rows=fingerprints[day][0],
+                shadow_row_hash=fingerprints[day][1],
+                checks_passed=validation.passed(day),
+                failed_checks=",".join(validation.failed.get(day, [])) or None,
+                check_digest=validation.digest,
+                diverging_rows=validation.divergence.partitions[day].diverging,
+                events_rows=events_fingerprints[day][0],
+                events_row_hash=events_fingerprints[day][1],
+                provisional=bool(ingestion.get("provisional")),
+            )
+        )
+    append(spark, rows, LedgerRow)

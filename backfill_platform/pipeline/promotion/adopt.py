@@ -1,0 +1,105 @@
+"""Adopt existing production data: the one recorded way data enters production without the checks.
+
+Teams arrive with a table their old pipeline already wrote. `adopt` copies a range of it into the
+production table in one commit whose snapshot properties say so, and marks those partitions in the
+ledger as adopted and unvalidated. It never overwrites a production partition that already has data.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, replace_range
+from backfill_platform.pipeline.ledger.commits import (
+    ACTION,
+    ADOPTED_BY,
+    DAYS,
+    RANGE_END,
+    RANGE_START,
+    day_list,
+)
+from backfill_platform.pipeline.ledger.ledger import ledger
+from backfill_platform.pipeline.ledger.reconcile import ADOPTED, reconcile_ledger
+from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.pipeline.promotion.promote import fence_options
+from backfill_platform.pipeline.tables.dataset_tables import (
+    conform,
+    ensure_dataset_table,
+    production_table,
+    read_range,
+)
+from backfill_platform.specs.dataset import DatasetSpec
+
+
+class AdoptRefused(RuntimeError):
+    """Adoption would overwrite production data; nothing was written."""
+
+
+def adopt(
+    spark: SparkSession,
+    spec: DatasetSpec,
+    source_table: str,
+    start: date,
+    end: date,
+    reason: str,
+    by: str = "cli",
+) -> int | None:
+    """Register [start, end) of `source_table` as production; return the production snapshot id.
+
+    The ledger rows (version `adopted`, run `adopt-<snapshot>`) are derived from the commit by
+    `reconcile_ledger`, so an adoption that dies right after its commit is recorded by the next run.
+    """
+    reconcile_ledger(spark, spec)
+    target = production_table(spark, spec)
+    ensure_dataset_table(spark, spec, target)
+    head = current_snapshot_id(spark, target)
+    occupied = sorted(
+        r[0].isoformat()
+        for r in read_range(spark, target, spec, start, end, head)
+        .select(spec.partition_column)
+        .distinct()
+        .collect()
+    )
+    if occupied:
+        raise AdoptRefused(
+            f"production {spec.name} already has data for {occupied}; adopt never overwrites it"
+        )
+    source = conform(
+        spark.table(source_table).where(in_range(spec.partition_column, start, end)), spec, "adopted"
+    )
+    # Replacing the (empty) range, fenced at `head`: data committed there meanwhile makes this fail.
+    snapshot = replace_range(
+        source,
+        target,
+        spec.partition_column,
+        start,
+        end,
+        properties={
+            ACTION: "adopt",
+            "backfill_platform.dataset": spec.name,
+            "backfill_platform.adopted-from": source_table,
+            "backfill_platform.validated": "false",
+            ADOPTED_BY: by,
+            "reason": reason,
+            RANGE_START: start.isoformat(),
+            RANGE_END: end.isoformat(),
+            DAYS: day_list(days_between(start, end)),
+        },
+        options=fence_options(head),
+    )
+    reconcile_ledger(spark, spec)
+    return snapshot
+
+
+def adopted_rows_by_day(spark: SparkSession, spec: DatasetSpec, snapshot_id: int) -> dict[str, int]:
+    """Rows per day an adoption brought into production, as its ledger rows record them."""
+    rows = (
+        ledger(spark, spec.name)
+        .where((F.col("version") == ADOPTED) & (F.col("run_id") == f"adopt-{snapshot_id}"))
+        .select("partition", "shadow_rows")
+        .collect()
+    )
+    return {r["partition"].isoformat(): int(r["shadow_rows"]) for r in sorted(rows)}

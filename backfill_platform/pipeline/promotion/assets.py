@@ -1,0 +1,135 @@
+"""The production asset of a dataset: materializing a range is promoting it from the active shadow."""
+
+from collections.abc import Iterator
+
+from dagster import (
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetMaterialization,
+    AssetsDefinition,
+    AssetSpec,
+    AutomationCondition,
+    Failure,
+    MetadataValue,
+    multi_asset,
+)
+
+from backfill_platform.lakehouse.resources import SparkIcebergResource
+from backfill_platform.lakehouse.tables import PROD_NAMESPACE
+from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, window_days
+from backfill_platform.pipeline.promotion.promote import promote
+from backfill_platform.pipeline.run_tags import (
+    PER_DAY,
+    PROMOTION_POLICY_TAG,
+    promotion_policy,
+    run_properties,
+)
+from backfill_platform.pipeline.shadow.assets import shadow_key
+from backfill_platform.pipeline.validation.buckets import bucket_table
+from backfill_platform.pipeline.validation.verdicts import (
+    DayVerdict,
+    check_evaluations,
+    check_outputs,
+    judged_materializations,
+)
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
+
+PROMOTION_VERIFIED = "promotion_verified"
+
+
+def production_key(spec: DatasetSpec) -> AssetKey:
+    """`prod/<dataset>_production`: the lineage names it production, not just the dataset (its group)."""
+    return AssetKey([PROD_NAMESPACE, f"{spec.name}_production"])
+
+
+def build_production_asset(
+    spec: DatasetSpec, stream: StreamSpec, automation_condition: AutomationCondition | None = None
+) -> AssetsDefinition:
+    key = production_key(spec)
+    version = spec.active_version
+    partitions = event_partitions(stream)
+
+    @multi_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            AssetSpec(
+                key,
+                deps=[shadow_key(spec, version)],
+                partitions_def=partitions,
+                # Only promoted days are materialized; refused or held-back days are not.
+                skippable=True,
+                automation_condition=automation_condition,
+                group_name=spec.name,
+                kinds={"spark", "iceberg"},
+                owners=[spec.owner],
+                description=(
+                    f"Production `{spec.name}`, what consumers read: {spec.description} Changed only by "
+                    f"promotion — one Iceberg commit that replaces the range with the validated partitions of "
+                    f"shadow {version}. Refuses days whose blocking checks did not pass on the shadow's "
+                    "current data, or whose events changed since. One bad day holds back the whole range, "
+                    f"unless the run tag `{PROMOTION_POLICY_TAG}` is `{PER_DAY}`: then the validated days are "
+                    "promoted in one commit and the others are held back and reported."
+                ),
+                metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
+            )
+        ],
+        check_specs=[
+            AssetCheckSpec(
+                PROMOTION_VERIFIED,
+                asset=key,
+                blocking=True,
+                partitions_def=partitions,
+                description="production equals the shadow, bucket by bucket, after the promotion",
+            )
+        ],
+        can_subset=True,
+        backfill_policy=backfill_policy(stream.max_partitions_per_run),
+        # One promotion per table at a time: a backfill and a live refresh queue instead of racing.
+        pool=f"promote_{spec.name}",
+    )
+    def _production(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
+        start, end, _ = window_days(context)
+        per_day = promotion_policy(context.run.tags) == PER_DAY
+        promotion = promote(
+            spark.spark_session, spec, stream, start, end, run_properties(context), per_day=per_day
+        )
+        revert = f"backfill-platform revert --dataset {spec.name} --snapshot {promotion.snapshot_id}"
+        for day in promotion.days:
+            yield AssetMaterialization(
+                asset_key=key,
+                partition=day,
+                metadata={
+                    "rows": promotion.rows_by_day[day],
+                    "snapshot_id": str(promotion.snapshot_id),
+                    "previous_snapshot_id": str(promotion.previous_snapshot_id),
+                    "shadow_snapshot_id": str(promotion.shadow_snapshot_id),
+                    "version": version,
+                    "provisional": day in promotion.provisional_days,
+                    "revert": MetadataValue.text(revert),
+                },
+            )
+        verdicts = []
+        for day in promotion.days:
+            mismatches = {b: p for b, p in promotion.mismatched_buckets.items() if b[0] == day}
+            metadata = {
+                "buckets_differing": len(mismatches),
+                "differences": MetadataValue.md(bucket_table(mismatches, "difference", 20)),
+            }
+            verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
+        selected = {check.name for check in context.selected_asset_check_keys}
+        targets = judged_materializations(context, key, promotion.days)
+        yield from check_evaluations(key, verdicts, selected, per_day, targets)
+        yield from check_outputs(context)
+        if promotion.held_back:
+            held = "; ".join(f"{day}: {reason}" for day, reason in sorted(promotion.held_back.items()))
+            raise Failure(
+                description=(
+                    f"promoted {len(promotion.days)} days of {spec.name} in snapshot {promotion.snapshot_id}; "
+                    f"held back {len(promotion.held_back)}: {held}"
+                ),
+                metadata={"held_back": MetadataValue.json(promotion.held_back)},
+            )
+
+    return _production

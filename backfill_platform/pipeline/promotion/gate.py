@@ -1,0 +1,68 @@
+"""The promotion gate: only shadow data that passed its blocking checks, unchanged since, is promotable.
+
+Dagster's blocking checks skip production within the run that failed them; the gate also holds when
+production is materialized alone later, or from the command line. It compares what is about to be
+promoted — partition by partition, by row count and order-independent hash sum — with what the last
+validation of that partition recorded in the ledger. It judges each day on its own (`gate_problems`), so
+that a promotion can either refuse the whole range or publish only the days that pass.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pyspark.sql import SparkSession
+
+from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
+from backfill_platform.specs.dataset import DatasetSpec
+
+
+class PromotionRefused(RuntimeError):
+    """Promotion would publish data that was not validated; production is left untouched."""
+
+
+def gate_problems(
+    spark: SparkSession,
+    spec: DatasetSpec,
+    version: str,
+    shadow: dict[str, tuple[int, str]],
+    days: list[date],
+    events: dict[str, tuple[int, str]],
+) -> tuple[dict[str, dict], dict[str, str]]:
+    """Judge each day on its own: (the ledger rows that validated the promotable days, day → reason
+    for the others). Every day of `days` is in exactly one of the two.
+
+    A day is promotable when its latest validation passed its blocking checks, the shadow still holds
+    exactly what was validated (`shadow`: each day's rows and hash sum about to be promoted), and the events are still the ones it was computed
+    from: `events` is each day's (rows, hash sum) of the events table now, and a validation computed
+    from other events (re-derived since) is stale, however good its verdicts were.
+    """
+    current = shadow
+    validations = latest_shadow_rows(spark, spec.name, version, days)
+    passed: dict[str, dict] = {}
+    problems: dict[str, str] = {}
+    for day in (d.isoformat() for d in days):
+        record = validations.get(day)
+        if record is None:
+            problems[day] = f"the checks of shadow {version} never ran"
+        elif not record["checks_passed"]:
+            problems[day] = f"blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
+        elif (record["shadow_rows"], record["shadow_row_hash"]) != current[day]:
+            problems[day] = f"the shadow changed after its validation in run {record['run_id']}"
+        elif (record.get("events_rows"), record.get("events_row_hash")) != events[day]:
+            problems[day] = (
+                f"the events changed since shadow {version} was validated in run {record['run_id']}"
+                f" (re-derived from the archive); re-materialize shadow {version} for this day"
+            )
+        else:
+            passed[day] = record
+    return passed, problems
+
+
+def refusal(spec: DatasetSpec, version: str, problems: dict[str, str]) -> PromotionRefused:
+    """The refusal naming every day that is not promotable and why."""
+    return PromotionRefused(
+        f"refusing to promote {spec.name} {version}: "
+        + "; ".join(f"{day}: {reason}" for day, reason in sorted(problems.items()))
+        + ". Production is unchanged."
+    )

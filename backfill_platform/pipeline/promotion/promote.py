@@ -1,0 +1,239 @@
+"""Promotion: replace production partitions with validated shadow partitions, in one commit.
+
+The shadow is read at one pinned snapshot, gated day by day, written to production with a single
+Iceberg `overwrite` (partitions empty in the shadow become empty in production), then production is
+compared with that same shadow snapshot bucket by bucket. The commit is fenced: it validates that no
+other commit touched those partitions since the promotion looked at production, so a backfill and a
+live refresh cannot both promote into the same partitions.
+
+By default a range is all or nothing: one day failing the gate refuses the range. With `per_day=True`
+the days that pass are promoted in one commit that replaces exactly those days, and the others are held
+back (production keeps what it has for them) and reported: one bad day need not block a month.
+
+The ledger is written after the commit by deriving it from production's history (`reconcile_ledger`),
+which also runs first: a promotion that died between its commit and its ledger write is repaired by the
+next one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
+from backfill_platform.lakehouse.tables import (
+    current_snapshot_id,
+    replace_days,
+    replace_range,
+    table_exists,
+)
+from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.ledger.commits import (
+    ACTION,
+    DAYS,
+    HELD_BACK,
+    PROVISIONAL_DAYS,
+    RANGE_END,
+    RANGE_START,
+    VALIDATION_RUNS,
+    day_list,
+    encode_validation_runs,
+)
+from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
+from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_problems, refusal
+from backfill_platform.pipeline.tables.dataset_tables import (
+    ensure_dataset_table,
+    production_table,
+    read_range,
+    shadow_table,
+)
+from backfill_platform.pipeline.validation.buckets import (
+    Bucket,
+    BucketFigures,
+    day_fingerprints_of,
+    failing_buckets,
+)
+from backfill_platform.pipeline.validation.snapshot_figures import events_fingerprints, table_figures
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
+
+
+@dataclass
+class Promotion:
+    """What one promotion published (`days`), what it held back and why, and how production compares."""
+
+    dataset: str
+    version: str
+    start: date
+    end: date
+    snapshot_id: int | None
+    previous_snapshot_id: int | None
+    shadow_snapshot_id: int | None
+    rows: int
+    # (day, hour) → difference between production and the shadow after the commit; promoted days only.
+    mismatched_buckets: dict[Bucket, str] = field(default_factory=dict)
+    days: list[str] = field(default_factory=list)
+    held_back: dict[str, str] = field(default_factory=dict)
+    rows_by_day: dict[str, int] = field(default_factory=dict)
+    provisional_days: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return not self.mismatched_buckets
+
+    def day_verified(self, day: str) -> bool:
+        """Production equals the shadow in every bucket of this promoted day."""
+        return day in self.days and not any(d == day for d, _ in self.mismatched_buckets)
+
+
+def promote(
+    spark: SparkSession,
+    spec: DatasetSpec,
+    stream: StreamSpec,
+    start: date,
+    end: date,
+    properties: dict[str, str] | None = None,
+    per_day: bool = False,
+) -> Promotion:
+    """Promote [start, end) of the active version's shadow to production in one fenced commit.
+
+    All or nothing unless `per_day`: then only the days passing the gate are replaced, the others are
+    returned in `held_back`; PromotionRefused (production untouched) when no day passes.
+    """
+    reconcile_ledger(spark, spec)
+    version = spec.active_version
+    source = shadow_table(spark, spec, version)
+    if not table_exists(spark, source):
+        raise PromotionRefused(f"refusing to promote {spec.name}: shadow {version} was never materialized")
+    shadow_snapshot = current_snapshot_id(spark, source)
+    shadow = read_range(spark, source, spec, start, end, shadow_snapshot)
+    days = days_between(start, end)
+    # At that snapshot: usually already computed by this run's shadow step (snapshot_figures).
+    shadow_figures = table_figures(spark, source, spec, start, end, shadow_snapshot)
+    iso_days = [d.isoformat() for d in days]
+    validations, held_back = gate_problems(
+        spark,
+        spec,
+        version,
+        day_fingerprints_of(shadow_figures, iso_days),
+        days,
+        events_fingerprints(spark, events_table(spark, stream), iso_days),
+    )
+    if held_back and (not per_day or not validations):
+        raise refusal(spec, version, held_back)
+    promoted = sorted(validations)
+    promoted_days = [date.fromisoformat(d) for d in promoted]
+    if held_back:
+        shadow = shadow.where(F.col(spec.partition_column).isin(promoted_days))
+
+    target = production_table(spark, spec)
+    ensure_dataset_table(spark, spec, target)
+    previous = current_snapshot_id(spark, target)
+    digests = sorted({v["check_digest"] for v in validations.values()})
+    provisional = [d for d in promoted if validations[d].get("provisional")]
+    snapshot_properties = {
+        **(properties or {}),
+        ACTION: "promote",
+        "backfill_platform.dataset": spec.name,
+        "backfill_platform.dataset-version": version,
+        "backfill_platform.shadow-snapshot-id": shadow_snapshot,
+        "backfill_platform.check-digest": hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
+        # Promoted before their lateness horizon passed; promoted again once settled.
+        PROVISIONAL_DAYS: day_list(provisional),
+        RANGE_START: start.isoformat(),
+        RANGE_END: end.isoformat(),
+        # What this commit replaced, and from which validations: the ledger is derived from these.
+        DAYS: day_list(promoted),
+        VALIDATION_RUNS: encode_validation_runs({d: validations[d]["run_id"] for d in promoted}),
+        HELD_BACK: day_list(list(held_back)),
+    }
+    with refuse_on_conflict(spec.name, start, end):
+        if held_back:
+            snapshot = replace_days(
+                shadow,
+                target,
+                spec.partition_column,
+                promoted_days,
+                snapshot_properties,
+                options=fence_options(previous),
+            )
+        else:
+            snapshot = replace_range(
+                shadow,
+                target,
+                spec.partition_column,
+                start,
+                end,
+                snapshot_properties,
+                options=fence_options(previous),
+            )
+    failpoint(PROMOTION_BEFORE_LEDGER)
+    reconcile_ledger(spark, spec)
+
+    published = table_figures(spark, target, spec, start, end, snapshot)
+    rows_by_day = {d: int(validations[d]["shadow_rows"]) for d in promoted}
+    return Promotion(
+        dataset=spec.name,
+        version=version,
+        start=start,
+        end=end,
+        snapshot_id=snapshot,
+        previous_snapshot_id=previous,
+        shadow_snapshot_id=shadow_snapshot,
+        rows=sum(rows_by_day.values()),
+        mismatched_buckets=compare_buckets(
+            {b: f for b, f in shadow_figures.items() if b[0] in promoted},
+            {b: f for b, f in published.items() if b[0] in promoted},
+        ),
+        days=promoted,
+        held_back=dict(sorted(held_back.items())),
+        rows_by_day=rows_by_day,
+        provisional_days=provisional,
+    )
+
+
+@contextmanager
+def refuse_on_conflict(dataset: str, start: date, end: date) -> Iterator[None]:
+    """Turn Iceberg's refusal of a fenced commit into a PromotionRefused that says what happened."""
+    try:
+        yield
+    except Exception as exc:
+        if "ValidationException" not in str(exc) and "CommitFailedException" not in str(exc):
+            raise
+        raise PromotionRefused(
+            f"refusing to promote {dataset} [{start}, {end}): another commit changed those partitions "
+            "while this promotion was running (a concurrent backfill or refresh); production keeps that "
+            "commit. Re-run the promotion to publish on top of it."
+        ) from exc
+
+
+def fence_options(previous_snapshot: int | None) -> dict[str, str]:
+    """Fail the commit if anything was committed to the range after `previous_snapshot` (serializable)."""
+    if previous_snapshot is None:
+        return {"isolation-level": "serializable"}
+    return {"validate-from-snapshot-id": str(previous_snapshot), "isolation-level": "serializable"}
+
+
+def compare_buckets(
+    shadow: dict[Bucket, BucketFigures], production: dict[Bucket, BucketFigures]
+) -> dict[Bucket, str]:
+    """Buckets whose counts, sums or hash sums differ between the shadow and production."""
+
+    def differs(want: BucketFigures, got: BucketFigures) -> str | None:
+        if (want.rows, want.sums, want.key_hash, want.row_hash) == (
+            got.rows,
+            got.sums,
+            got.key_hash,
+            got.row_hash,
+        ):
+            return None
+        return f"rows {got.rows} vs {want.rows}, row hash {got.row_hash} vs {want.row_hash}"
+
+    return failing_buckets(shadow, production, differs)[1]

@@ -1,0 +1,121 @@
+"""Revert a promotion: restore exactly its partitions to their contents before it, in one commit.
+
+Unlike `rollback_to_snapshot`, which would discard every later commit, this re-writes only the days the
+promotion replaced (its `backfill_platform.days` property, or its whole range for promotions recorded
+before that property existed) from the snapshot before it (time travel). Later commits to other
+partitions survive; a later change to the same partitions makes the revert refuse, since restoring
+would silently undo it. The ledger is then derived from production's history (`reconcile_ledger`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.tables import current_snapshot_id, replace_days, table_exists
+from backfill_platform.pipeline.ledger.commits import (
+    ACTION,
+    DAYS,
+    RANGE_END,
+    RANGE_START,
+    REVERTS,
+    commit_days,
+    day_list,
+    production_commits,
+)
+from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
+from backfill_platform.pipeline.partitions import DAY
+from backfill_platform.pipeline.promotion.promote import fence_options
+from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, production_table, read_range
+from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.specs.dataset import DatasetSpec
+
+
+class RevertRefused(RuntimeError):
+    """The revert would not restore exactly one promotion; production is left untouched."""
+
+
+@dataclass
+class Revert:
+    promotion_snapshot_id: int
+    snapshot_id: int | None
+    start: date
+    end: date
+    rows_restored: int
+    # The days restored (exactly the promotion's days) and the rows each holds again.
+    days: list[str] = field(default_factory=list)
+    rows_by_day: dict[str, int] = field(default_factory=dict)
+
+
+def _promotion_to_revert(spec: DatasetSpec, commits: list[dict], snapshot_id: int | None) -> dict:
+    reverted = {int(c["summary"][REVERTS]) for c in commits if REVERTS in c["summary"]}
+    promotions = [c for c in commits if c["summary"].get(ACTION) == "promote"]
+    if snapshot_id is None:
+        candidates = [c for c in promotions if c["snapshot_id"] not in reverted]
+        if not candidates:
+            raise RevertRefused(f"{spec.name} has no promotion left to revert")
+        return candidates[-1]
+    promotion = next((c for c in promotions if c["snapshot_id"] == snapshot_id), None)
+    if promotion is None:
+        raise RevertRefused(f"snapshot {snapshot_id} is not a promotion of {spec.name}")
+    if snapshot_id in reverted:
+        raise RevertRefused(f"promotion {snapshot_id} of {spec.name} was already reverted")
+    return promotion
+
+
+def revert_promotion(
+    spark: SparkSession, spec: DatasetSpec, snapshot_id: int | None = None, reason: str = ""
+) -> Revert:
+    """Revert the promotion `snapshot_id` (default: the latest promotion not yet reverted)."""
+    target = production_table(spark, spec)
+    if not table_exists(spark, target):
+        raise RevertRefused(f"{spec.name} has no production table")
+    reconcile_ledger(spark, spec)
+    promotion = _promotion_to_revert(spec, production_commits(spark, target), snapshot_id)
+    days = commit_days(promotion["summary"]) or []
+    start, end = min(days), max(days) + DAY
+    # Compare contents rather than trusting commit metadata: any later change to these partitions,
+    # by whatever writer, would be undone by the restore.
+    head = current_snapshot_id(spark, target)
+    promoted = partition_fingerprints(
+        read_range(spark, target, spec, start, end, promotion["snapshot_id"]), spec, days
+    )
+    current = partition_fingerprints(read_range(spark, target, spec, start, end, head), spec, days)
+    changed = [day for day in promoted if promoted[day] != current[day]]
+    if changed:
+        raise RevertRefused(
+            f"{spec.name} {changed} changed after promotion {promotion['snapshot_id']}; "
+            "reverting would undo those later commits too"
+        )
+    parent = promotion["parent_id"]
+    if parent is None:
+        previous = spark.createDataFrame([], columns_ddl(spec))
+    else:
+        previous = read_range(spark, target, spec, start, end, parent).where(
+            F.col(spec.partition_column).isin(days)
+        )
+    restored = {day: rows for day, (rows, _) in partition_fingerprints(previous, spec, days).items()}
+    snapshot = replace_days(
+        previous,
+        target,
+        spec.partition_column,
+        days,
+        properties={
+            ACTION: "revert",
+            REVERTS: promotion["snapshot_id"],
+            "backfill_platform.dataset": spec.name,
+            "reason": reason or "revert",
+            RANGE_START: start.isoformat(),
+            RANGE_END: end.isoformat(),
+            DAYS: day_list(days),
+        },
+        # What was compared above is what gets replaced: a commit to those days since `head` fails this one.
+        options=fence_options(head),
+    )
+    reconcile_ledger(spark, spec)
+    return Revert(
+        promotion["snapshot_id"], snapshot, start, end, sum(restored.values()), sorted(restored), restored
+    )

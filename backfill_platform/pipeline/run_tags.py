@@ -1,0 +1,35 @@
+"""What a run's tags mean to every stage: who and why (recorded on the snapshots it writes), and the
+promotion policy that decides what one failed day holds back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dagster import AssetExecutionContext
+
+BACKFILL_TAG = "dagster/backfill"
+REASON_TAG = "backfill_platform/reason"
+TICKET_TAG = "backfill_platform/ticket"
+PROMOTION_POLICY_TAG = "backfill_platform/promotion_policy"
+ALL_OR_NOTHING = "all_or_nothing"
+PER_DAY = "per_day"
+
+
+def run_properties(context: AssetExecutionContext) -> dict[str, str]:
+    """Who/why of a write, recorded on the Iceberg snapshot it creates."""
+    tags = context.run.tags
+    properties = {"dagster.run-id": context.run.run_id}
+    for tag, name in ((BACKFILL_TAG, "dagster.backfill-id"), (REASON_TAG, "reason"), (TICKET_TAG, "ticket")):
+        if tags.get(tag):
+            properties[name] = tags[tag]
+    return properties
+
+
+def promotion_policy(tags: Mapping[str, str]) -> str:
+    """The launched promotion policy: one bad day holds back the range (default), or only itself."""
+    policy = tags.get(PROMOTION_POLICY_TAG, ALL_OR_NOTHING)
+    if policy not in (ALL_OR_NOTHING, PER_DAY):
+        raise ValueError(
+            f"run tag {PROMOTION_POLICY_TAG}={policy!r} must be {ALL_OR_NOTHING!r} or {PER_DAY!r}"
+        )
+    return policy

@@ -1,0 +1,217 @@
+"""Blocking checks of a shadow range, one verdict per day: events validated, row counts and checksums
+per bucket (hour or day), schema, divergence from production.
+
+A day is promotable only when no blocking check failed for it; each verdict carries that day's numbers
+as metadata for the UI (and its digest is recorded on the promotion snapshot).
+"""
+
+from __future__ import annotations
+
+from dagster import MetadataValue
+from pyspark.sql import DataFrame
+
+from backfill_platform.pipeline.validation.buckets import (
+    Bucket,
+    BucketFigures,
+    bucket_table,
+    failing_buckets,
+    null_keys_of,
+)
+from backfill_platform.pipeline.validation.divergence import compare
+from backfill_platform.pipeline.validation.outcome import ShadowValidation
+from backfill_platform.pipeline.validation.schema import pandera_schema, validate_schema
+from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.specs.common import FIELD_TYPES
+from backfill_platform.specs.dataset import DatasetSpec
+
+ROW_COUNTS = "row_counts_per_bucket"
+CHECKSUMS = "checksums_per_bucket"
+SCHEMA = "schema"
+DIVERGENCE = "divergence_vs_production"
+EVENTS_VALIDATED = "events_validated"
+MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
+SAMPLE_BUCKETS = 20
+CHECK_DESCRIPTIONS = {
+    EVENTS_VALIDATED: "the day's events passed their checks, are settled, and are still the events checked",
+    ROW_COUNTS: "rows per bucket (hour or day) equal the events-side expectation; keys unique",
+    CHECKSUMS: "per-bucket sums reconcile with the events; order-independent hash sums recorded",
+    SCHEMA: "pandera model of the version's table",
+    DIVERGENCE: "rows only in the shadow, only in production, or changed (blocking only above a bound)",
+}
+
+
+def _by_day(bad: dict[Bucket, str], day: str) -> dict[Bucket, str]:
+    return {b: p for b, p in bad.items() if b[0] == day}
+
+
+def _sample(bad: dict[Bucket, str], header: str) -> MetadataValue:
+    return MetadataValue.md(bucket_table(bad, header, SAMPLE_BUCKETS))
+
+
+def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:
+    """Rows per bucket equal what the events imply, and the key columns are unique."""
+
+    def problem(want: BucketFigures, got: BucketFigures) -> str | None:
+        if got.rows != want.rows:
+            return f"{got.rows} rows, events imply {want.rows}"
+        if got.distinct_keys != got.rows:
+            return f"{got.rows - got.distinct_keys} duplicate keys"
+        return None
+
+    buckets, bad = failing_buckets(expected, actual, problem)
+    verdicts = []
+    for day in days:
+        failing = _by_day(bad, day)
+        metadata = {
+            "buckets_checked": sum(1 for b in buckets if b[0] == day),
+            "buckets_failed": len(failing),
+            "rows": sum(f.rows for b, f in actual.items() if b[0] == day),
+            "expected_rows": sum(f.rows for b, f in expected.items() if b[0] == day),
+            "failed_buckets": _sample(failing, "problem"),
+        }
+        verdicts.append(DayVerdict(ROW_COUNTS, day, not failing, metadata))
+    return verdicts
+
+
+def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list[DayVerdict]:
+    """Per-bucket sums of the aggregation columns equal the events-side sums; hash sums are recorded."""
+
+    def problem(want: BucketFigures, got: BucketFigures) -> str | None:
+        wrong = [
+            f"{r.column} {got.sums.get(r.column, 0)} vs {want.sums.get(r.column, 0)}"
+            for r in spec.reconciliation
+            if got.sums.get(r.column, 0) != want.sums.get(r.column, 0)
+        ]
+        return "; ".join(wrong) or None
+
+    buckets, bad = failing_buckets(expected, actual, problem)
+    verdicts = []
+    for day in days:
+        failing = _by_day(bad, day)
+        figures = [f for b, f in actual.items() if b[0] == day]
+        metadata = {
+            "buckets_checked": sum(1 for b in buckets if b[0] == day),
+            "buckets_failed": len(failing),
+            **{f"sum_{r.column}": sum(f.sums.get(r.column, 0) for f in figures) for r in spec.reconciliation},
+            "key_hash_sum": str(sum(int(f.key_hash) for f in figures)),
+            "row_hash_sum": str(sum(int(f.row_hash) for f in figures)),
+            "failed_buckets": _sample(failing, "difference"),
+        }
+        verdicts.append(DayVerdict(CHECKSUMS, day, not failing, metadata))
+    return verdicts
+
+
+def schema_check(
+    spec: DatasetSpec,
+    version: str,
+    shadow: DataFrame,
+    days: list[str],
+    null_keys: dict[str, int] | None = None,
+) -> list[DayVerdict]:
+    """pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
+
+    `null_keys` are the range's null key counts when the bucket figures already counted them."""
+    columns = [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
+    outcome = validate_schema(
+        shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns)), null_keys
+    )
+    metadata = {
+        "errors": MetadataValue.json(outcome.errors),
+        "null_key_rows": MetadataValue.json(outcome.null_violations),
+        "scope": "the range validated in this run",
+    }
+    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
+
+
+def divergence_check(
+    spec: DatasetSpec,
+    shadow: DataFrame,
+    production: DataFrame,
+    days: list[str],
+    max_ratio: float | None,
+    validation: ShadowValidation,
+) -> list[DayVerdict]:
+    """Rows only in the shadow, only in production, or changed; blocking only above a launched bound."""
+    result = compare(shadow, production, spec, days)
+    validation.divergence = result
+    verdicts = []
+    for day in days:
+        p = result.partitions[day]
+        metadata = {
+            "shadow_rows": p.candidate_rows,
+            "production_rows": p.production_rows,
+            "only_in_shadow": p.only_in_candidate,
+            "only_in_production": p.only_in_production,
+            "changed": p.changed,
+            "diverging_rows": p.diverging,
+            "ratio": MetadataValue.float(p.ratio),
+            "max_ratio": MetadataValue.float(max_ratio)
+            if max_ratio is not None
+            else MetadataValue.text("none"),
+            "sample": MetadataValue.md(result.samples.get(day, "no differences")),
+        }
+        if max_ratio is not None:
+            verdicts.append(DayVerdict(DIVERGENCE, day, p.ratio <= max_ratio, metadata))
+        else:
+            # Without a bound, divergence is what the backfill is for: reported as a warning, and a
+            # first promotion into an empty production is no divergence at all.
+            first = p.production_rows == 0
+            verdicts.append(DayVerdict(DIVERGENCE, day, first or p.diverging == 0, metadata, blocking=False))
+    return verdicts
+
+
+def events_validated_check(
+    days: list[str], ingestions: dict[str, dict], events: dict[str, tuple[int, str]]
+) -> list[DayVerdict]:
+    """Each day's events were ingested, passed their own blocking checks, and are still those events.
+
+    Without this, a day whose events were never loaded would validate trivially (0 rows expected,
+    0 found) and promotion would empty that production partition; and events rewritten by a run that
+    died before its checks would be trusted on an older run's verdict.
+    """
+    verdicts = []
+    for day in days:
+        ingestion = ingestions.get(day)
+        if ingestion is None:
+            problem = "events never ingested"
+        elif ingestion["checks_passed"] is None:
+            problem = "ingested before verdicts were recorded: re-materialize the events of this day"
+        elif not ingestion["checks_passed"]:
+            problem = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
+        elif (ingestion.get("events_rows"), ingestion.get("events_row_hash")) != events[day]:
+            problem = f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
+        else:
+            problem = None
+        metadata = {
+            "events_rows": events[day][0],
+            "events_run": ingestion["run_id"] if ingestion else "none",
+            "provisional": bool(ingestion and ingestion.get("provisional")),
+            "problem": problem or "none",
+        }
+        verdicts.append(DayVerdict(EVENTS_VALIDATED, day, problem is None, metadata))
+    return verdicts
+
+
+def validate_shadow(
+    spec: DatasetSpec,
+    version: str,
+    expected: dict[Bucket, BucketFigures],
+    shadow: DataFrame,
+    actual: dict[Bucket, BucketFigures],
+    production: DataFrame,
+    days: list[str],
+    ingestions: dict[str, dict],
+    events_fingerprints: dict[str, tuple[int, str]],
+    max_divergence_ratio: float | None,
+) -> ShadowValidation:
+    """Every check of a shadow range, from the events' expectation (`buckets.events_figures`) and the
+    shadow's own bucket figures (`buckets.actual_figures`, which also count its null keys)."""
+    validation = ShadowValidation(days=days, actual=actual)
+    validation.verdicts = [
+        *events_validated_check(days, ingestions, events_fingerprints),
+        *row_count_check(days, expected, actual),
+        *checksum_check(spec, days, expected, actual),
+        *schema_check(spec, version, shadow, days, null_keys_of(actual, spec)),
+        *divergence_check(spec, shadow, production, days, max_divergence_ratio, validation),
+    ]
+    return validation

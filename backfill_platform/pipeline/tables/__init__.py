@@ -1,0 +1,1 @@
+"""Dataset tables (shadow and production), owned by neither stage."""

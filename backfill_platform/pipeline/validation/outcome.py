@@ -1,0 +1,28 @@
+"""What a shadow's validation concluded: per-day verdicts, the figures behind them, the divergence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures
+from backfill_platform.pipeline.validation.divergence import Divergence
+from backfill_platform.pipeline.validation.verdicts import DayVerdict, digest, failed_days
+
+
+@dataclass
+class ShadowValidation:
+    days: list[str]
+    verdicts: list[DayVerdict] = field(default_factory=list)
+    actual: dict[Bucket, BucketFigures] = field(default_factory=dict)
+    divergence: Divergence | None = None
+
+    @property
+    def failed(self) -> dict[str, list[str]]:
+        return failed_days(self.verdicts)
+
+    def passed(self, day: str) -> bool:
+        return day not in self.failed
+
+    @property
+    def digest(self) -> str:
+        return digest(self.verdicts)

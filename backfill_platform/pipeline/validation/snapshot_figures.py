@@ -1,0 +1,107 @@
+"""Figures of a table at a snapshot, computed once per process.
+
+An Iceberg snapshot never changes, so what an aggregation found in it stays true: the shadow step
+computes the shadow's bucket figures and the events' fingerprints at the snapshots it pinned, and the
+promotion step of the same run (same process, in-process executor) gates and verifies against the same
+snapshots without scanning them again. A figure is only reused for the exact table, catalog, snapshot,
+range and spec it was computed for; anything else (another snapshot, a table without commits) is
+computed afresh.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from datetime import UTC, date, datetime, timedelta
+from typing import TypeVar
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
+from backfill_platform.lakehouse.tables import in_range, table_exists
+from backfill_platform.pipeline.tables.dataset_tables import read_range
+from backfill_platform.pipeline.validation.buckets import (
+    Bucket,
+    BucketFigures,
+    actual_figures,
+    events_figures,
+)
+from backfill_platform.pipeline.validation.checksums import day_fingerprints
+from backfill_platform.specs.dataset import DatasetSpec
+
+_LIMIT = 64
+_CACHE: OrderedDict[Hashable, object] = OrderedDict()
+T = TypeVar("T")
+
+
+def _remembered(key: Hashable, compute: Callable[[], T]) -> T:
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]  # type: ignore[return-value]
+    value = compute()
+    _CACHE[key] = value
+    while len(_CACHE) > _LIMIT:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def _catalog(spark: SparkSession) -> str:
+    name = spark.conf.get("spark.sql.defaultCatalog")
+    return spark.conf.get(f"spark.sql.catalog.{name}.uri", name)
+
+
+def _spec_key(spec: DatasetSpec) -> str:
+    return spec.model_dump_json()
+
+
+def table_figures(
+    spark: SparkSession, identifier: str, spec: DatasetSpec, start: date, end: date, snapshot_id: int | None
+) -> dict[Bucket, BucketFigures]:
+    """`actual_figures` of [start, end) of a dataset table at `snapshot_id` (None: an empty table)."""
+
+    def compute() -> dict[Bucket, BucketFigures]:
+        return actual_figures(read_range(spark, identifier, spec, start, end, snapshot_id), spec)
+
+    if snapshot_id is None:
+        return compute()
+    key = ("table", _catalog(spark), identifier, int(snapshot_id), start, end, _spec_key(spec))
+    return _remembered(key, compute)
+
+
+def _day_bounds(days: list[str]) -> tuple[datetime, datetime]:
+    first, last = date.fromisoformat(min(days)), date.fromisoformat(max(days))
+    start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+    return start, datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+
+
+def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
+    """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
+    start, end = _day_bounds(days)
+    pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
+    return spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range("event_time", start, end))
+
+
+def events_expectations(
+    spark: SparkSession, identifier: str, spec: DatasetSpec, days: list[str], snapshot_id: int
+) -> tuple[dict[Bucket, BucketFigures], dict[str, tuple[int, str]]]:
+    """What the events at `snapshot_id` imply for the dataset's buckets, and each day's fingerprint."""
+    key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
+    expected, fingerprints = events_figures(_events_at(spark, identifier, snapshot_id, days), spec, days)
+    _remembered(key, lambda: fingerprints)
+    return expected, fingerprints
+
+
+def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, tuple[int, str]]:
+    """Each day's (rows, hash sum) of the events table as it is now."""
+    if not table_exists(spark, identifier):
+        return dict.fromkeys(days, (0, "0"))
+    snapshot_id = current_snapshot_id(spark, identifier)
+
+    def compute() -> dict[str, tuple[int, str]]:
+        events = _events_at(spark, identifier, snapshot_id, days)
+        return day_fingerprints(events, F.to_date("event_time"), days)
+
+    if snapshot_id is None:
+        return compute()
+    return _remembered(("events", _catalog(spark), identifier, int(snapshot_id), tuple(days)), compute)

@@ -1,0 +1,141 @@
+"""One verdict per check and day, and how a range run reports them to Dagster.
+
+A range is validated in one run, but a user looks at one day: each check's outcome is recorded per day
+(an `AssetCheckEvaluation` with that day's partition and numbers), and each day's materialization
+carries that day's figures only. A day whose blocking checks failed gets no materialization at all, so
+the asset's partitions, the backfill page and the declarative automation all see it as not done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetKey,
+    AssetMaterialization,
+    AssetRecordsFilter,
+    MaterializeResult,
+    Output,
+)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,  # not re-exported by dagster 1.13
+)
+
+
+@dataclass(frozen=True)
+class DayVerdict:
+    """A check's outcome for one day, with the numbers that support it."""
+
+    check: str
+    day: str
+    passed: bool
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    blocking: bool = True  # a failure holds the day back (severity ERROR); otherwise a warning
+
+
+def failed_days(verdicts: Iterable[DayVerdict]) -> dict[str, list[str]]:
+    """Day -> the blocking checks it failed."""
+    failed: dict[str, list[str]] = {}
+    for v in verdicts:
+        if v.blocking and not v.passed:
+            failed.setdefault(v.day, []).append(v.check)
+    return failed
+
+
+def digest(verdicts: Iterable[DayVerdict]) -> str:
+    """A short fingerprint of every verdict and number, recorded on the promotion snapshot."""
+    payload = sorted(
+        (v.check, v.day, v.passed, {k: str(getattr(m, "value", m)) for k, m in v.metadata.items()})
+        for v in verdicts
+    )
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def day_outcomes(
+    context: AssetExecutionContext,
+    key: AssetKey,
+    verdicts: list[DayVerdict],
+    day_metadata: Mapping[str, Mapping[str, Any]],
+    range_metadata: Mapping[str, Any],
+    per_day: bool,
+) -> Iterator[MaterializeResult | AssetMaterialization | AssetCheckEvaluation]:
+    """What a range step yields: each day's materialization with its own figures, and its verdicts.
+
+    All-or-nothing (the default): a day that failed a blocking check is not materialized, and the failed
+    verdict fails the step once everything is reported (Dagster's blocking checks), so nothing downstream
+    runs. Per day: the step succeeds so that downstream runs; every day is materialized with its verdict
+    in its figures, and the platform's own gates (events validated, promotion gate) hold failed days back.
+    """
+    days = sorted(context.partition_keys)
+    failed = failed_days(verdicts)
+    if per_day or not failed:
+        # Downstream steps of this run only start after an output; per-day figures ride on it.
+        for day in days:
+            context.add_asset_metadata(dict(day_metadata[day]), asset_key=key, partition_key=day)
+        yield MaterializeResult(asset_key=key, metadata=dict(range_metadata))
+    else:
+        for day in days:
+            if day not in failed:
+                metadata = {**range_metadata, **day_metadata[day]}
+                yield AssetMaterialization(asset_key=key, partition=day, metadata=metadata)
+    selected = {check.name for check in context.selected_asset_check_keys}
+    targets = judged_materializations(context, key, days)
+    yield from check_evaluations(key, verdicts, selected, per_day, targets)
+    yield from check_outputs(context)
+
+
+def judged_materializations(
+    context: AssetExecutionContext, key: AssetKey, days: Iterable[str]
+) -> dict[str, AssetCheckEvaluationTargetMaterializationData]:
+    """Each day's latest materialization, which its verdicts judge.
+
+    Dagster only counts a partition's verdict for the materialization it points at (as its own
+    `AssetCheckResult` does for a single partition); without it, passed days show as "missing".
+    """
+    targets = {}
+    for day in days:
+        records = context.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1
+        ).records
+        if records and records[0].event_log_entry.run_id == context.run.run_id:
+            targets[day] = AssetCheckEvaluationTargetMaterializationData(
+                storage_id=records[0].storage_id,
+                run_id=records[0].event_log_entry.run_id,
+                timestamp=records[0].timestamp,
+            )
+    return targets
+
+
+def check_evaluations(
+    key: AssetKey,
+    verdicts: list[DayVerdict],
+    selected: set[str],
+    per_day: bool,
+    targets: Mapping[str, AssetCheckEvaluationTargetMaterializationData],
+) -> Iterator[AssetCheckEvaluation]:
+    for v in verdicts:
+        if v.check in selected:
+            yield AssetCheckEvaluation(
+                asset_key=key,
+                check_name=v.check,
+                partition=v.day,
+                passed=v.passed,
+                severity=AssetCheckSeverity.ERROR if v.blocking else AssetCheckSeverity.WARN,
+                blocking=v.blocking and not per_day,
+                metadata=dict(v.metadata),
+                target_materialization_data=targets.get(v.day),
+            )
+
+
+def check_outputs(context: AssetExecutionContext) -> Iterator[Output]:
+    """Close each check's step output. The verdicts are the per-day evaluations above; without these,
+    Dagster logs that every blocking check "emitted no result" (it gates on the evaluations anyway)."""
+    for check in context.selected_asset_check_keys:
+        yield Output(None, output_name=f"{check.asset_key.to_python_identifier()}_{check.name}")
