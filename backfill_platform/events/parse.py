@@ -17,7 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 from backfill_platform.archive.listing import HOUR, ArchiveFile, iter_lines
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.common import FIELD_TYPES
-from backfill_platform.specs.stream import SchemaVersion, StreamSpec
+from backfill_platform.specs.stream import Cast, Default, Drop, Rename, SchemaVersion, StreamSpec
 
 CORRUPT = "_corrupt_record"
 # Checked in this order; the first that applies is the record's reason. The first three are found while
@@ -178,24 +178,25 @@ def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, C
         if kind != "string"
     ]
     for step in version.upcast:
-        if step.rename is not None:
-            columns[step.rename["to"]] = columns.pop(step.rename["from"])
-            types[step.rename["to"]] = types.pop(step.rename["from"])
-        elif step.default is not None:
-            name = step.default["field"]
-            columns[name] = F.lit(step.default["value"]).cast(FIELD_TYPES[latest[name]])
-            types[name] = latest[name]
-        elif step.cast is not None:
-            name, before = step.cast["field"], columns[step.cast["field"]]
-            after = before.cast(FIELD_TYPES[step.cast["type"]])
-            # A value the upcast loses (unparseable, overflowed, truncated) is as invalid as a mistyped
-            # one: it must round-trip to what the record said.
-            lossy = after.isNull() | (after.cast(FIELD_TYPES[types[name]]) != before)
-            invalid.append(F.when(before.isNotNull() & lossy, F.lit(name)))
-            columns[name], types[name] = after, step.cast["type"]
-        elif step.drop is not None:
-            del columns[step.drop]
-            del types[step.drop]
+        match step:
+            case Rename(rename=rename):
+                columns[rename.to] = columns.pop(rename.from_)
+                types[rename.to] = types.pop(rename.from_)
+            case Default(default=default):
+                name = default.field
+                columns[name] = F.lit(default.value).cast(FIELD_TYPES[latest[name]])
+                types[name] = latest[name]
+            case Cast(cast=cast):
+                name, before = cast.field, columns[cast.field]
+                after = before.cast(FIELD_TYPES[cast.type])
+                # A value the upcast loses (unparseable, overflowed, truncated) is as invalid as a mistyped
+                # one: it must round-trip to what the record said.
+                lossy = after.isNull() | (after.cast(FIELD_TYPES[types[name]]) != before)
+                invalid.append(F.when(before.isNotNull() & lossy, F.lit(name)))
+                columns[name], types[name] = after, cast.type
+            case Drop(drop=name):
+                del columns[name]
+                del types[name]
     return columns, F.coalesce(*invalid, F.lit(None).cast("string"))
 
 

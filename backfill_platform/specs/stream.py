@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from backfill_platform import settings
 from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
@@ -166,33 +175,81 @@ class VersionMatch(SpecModel):
         return self
 
 
-class UpcastOp(SpecModel):
-    """One step from a historical version towards the latest: exactly one of the four keys."""
+class RenameFields(SpecModel):
+    # `from` is a Python keyword: the attribute is `from_`, the YAML key (and the dump) `from`.
+    model_config = ConfigDict(serialize_by_alias=True)
 
-    rename: dict[str, Identifier] | None = Field(default=None, description="{from: old, to: new}")
-    default: dict[str, Any] | None = Field(default=None, description="{field: name, value: v}")
-    cast: dict[str, str] | None = Field(default=None, description="{field: name, type: t}")
-    drop: Identifier | None = Field(
-        default=None, description="name of a field the latest version no longer has"
+    from_: Identifier = Field(alias="from", description="The field as this version names it.")
+    to: Identifier = Field(description="Its name in the latest version.")
+
+
+class DefaultFields(SpecModel):
+    field: Identifier = Field(description="A field of the latest version that this version lacks.")
+    value: str | bool | int | float | datetime | date | None = Field(
+        description="Its value in every record of this version, cast to the latest version's type."
     )
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> UpcastOp:
-        given = [k for k in ("rename", "default", "cast", "drop") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                f"an upcast step has exactly one of rename/default/cast/drop, got {given or 'none'}"
-            )
-        if self.rename is not None and set(self.rename) != {"from", "to"}:
-            raise ValueError("rename needs exactly 'from' and 'to'")
-        if self.default is not None and set(self.default) != {"field", "value"}:
-            raise ValueError("default needs exactly 'field' and 'value'")
-        if self.cast is not None:
-            if set(self.cast) != {"field", "type"}:
-                raise ValueError("cast needs exactly 'field' and 'type'")
-            if self.cast["type"] not in FIELD_TYPES:
-                raise ValueError(f"cast type {self.cast['type']!r} is not one of {sorted(FIELD_TYPES)}")
-        return self
+
+class CastFields(SpecModel):
+    field: Identifier = Field(description="A field of this version.")
+    type: FieldType = Field(description="Its type in the latest version.")
+
+
+class Rename(SpecModel):
+    rename: RenameFields = Field(description="Give a field its name in the latest version.")
+
+
+class Default(SpecModel):
+    default: DefaultFields = Field(description="Add a field of the latest version with a fixed value.")
+
+
+class Cast(SpecModel):
+    cast: CastFields = Field(description="Change a field's type (a value it cannot keep is invalid).")
+
+
+class Drop(SpecModel):
+    drop: Identifier = Field(description="A field the latest version no longer has.")
+
+
+# The step kinds, by their one key: a step is `{rename: {...}}`, `{default: {...}}`, `{cast: {...}}` or
+# `{drop: name}`.
+UPCAST_STEPS: dict[str, type[SpecModel]] = {"rename": Rename, "default": Default, "cast": Cast, "drop": Drop}
+
+
+def _step_keys(value: Any) -> list[str]:
+    return [key for key in UPCAST_STEPS if key in value]
+
+
+def _one_step_key(value: Any) -> Any:
+    if isinstance(value, dict) and len(_step_keys(value)) != 1:
+        raise ValueError(
+            f"an upcast step has exactly one of rename/default/cast/drop, got {_step_keys(value) or 'none'}"
+        )
+    return value
+
+
+def _step_kind(value: Any) -> str | None:
+    """The discriminator: a mapping's one step key, or the kind of an already built step."""
+    if isinstance(value, dict):
+        keys = _step_keys(value)
+        return keys[0] if len(keys) == 1 else None
+    return next((key for key, model in UPCAST_STEPS.items() if isinstance(value, model)), None)
+
+
+# One step from a historical version towards the latest. pydantic puts the tag (the step's key) in an
+# error's path, right before the same key: the loader says it once (`specs/loader.py`).
+UpcastStep = Annotated[
+    Annotated[Rename, Tag("rename")]
+    | Annotated[Default, Tag("default")]
+    | Annotated[Cast, Tag("cast")]
+    | Annotated[Drop, Tag("drop")],
+    Discriminator(
+        _step_kind,
+        custom_error_type="upcast_step",
+        custom_error_message="an upcast step is a mapping with one of rename/default/cast/drop",
+    ),
+    BeforeValidator(_one_step_key),
+]
 
 
 class SchemaVersion(SpecModel):
@@ -204,7 +261,7 @@ class SchemaVersion(SpecModel):
         default=None, description="Overrides the stream's event-time format for this version."
     )
     fields: dict[Identifier, FieldType] = Field(description="Payload fields besides event id and time.")
-    upcast: list[UpcastOp] = Field(default_factory=list, description="Steps that turn it into the latest.")
+    upcast: list[UpcastStep] = Field(default_factory=list, description="Steps that turn it into the latest.")
 
 
 class StreamSpec(SpecModel):
@@ -414,26 +471,27 @@ def upcast_field_types(version: SchemaVersion, latest_fields: dict[str, str]) ->
     for number, step in enumerate(version.upcast, start=1):
         # Each step names a field as it is at that step: name the step and the fields it could have named.
         where = f"version {version.version}, upcast step {number}"
-        if step.rename is not None:
-            old, new = step.rename["from"], step.rename["to"]
-            if old not in fields:
-                raise ValueError(f"{where}: rename of unknown field {old!r} (fields: {sorted(fields)})")
-            fields[new] = fields.pop(old)
-        elif step.default is not None:
-            name = step.default["field"]
-            if name in fields:
-                raise ValueError(f"{where}: default for {name!r}, which it already has")
-            fields[name] = latest_fields.get(name) or _type_of_default(step.default["value"])
-        elif step.cast is not None:
-            if step.cast["field"] not in fields:
-                raise ValueError(
-                    f"{where}: cast of unknown field {step.cast['field']!r} (fields: {sorted(fields)})"
-                )
-            fields[step.cast["field"]] = step.cast["type"]
-        elif step.drop is not None:
-            if step.drop not in fields:
-                raise ValueError(f"{where}: drop of unknown field {step.drop!r} (fields: {sorted(fields)})")
-            del fields[step.drop]
+        match step:
+            case Rename(rename=rename):
+                if rename.from_ not in fields:
+                    raise ValueError(
+                        f"{where}: rename of unknown field {rename.from_!r} (fields: {sorted(fields)})"
+                    )
+                fields[rename.to] = fields.pop(rename.from_)
+            case Default(default=default):
+                if default.field in fields:
+                    raise ValueError(f"{where}: default for {default.field!r}, which it already has")
+                fields[default.field] = latest_fields.get(default.field) or _type_of_default(default.value)
+            case Cast(cast=cast):
+                if cast.field not in fields:
+                    raise ValueError(
+                        f"{where}: cast of unknown field {cast.field!r} (fields: {sorted(fields)})"
+                    )
+                fields[cast.field] = cast.type
+            case Drop(drop=name):
+                if name not in fields:
+                    raise ValueError(f"{where}: drop of unknown field {name!r} (fields: {sorted(fields)})")
+                del fields[name]
     return fields
 
 
