@@ -38,9 +38,10 @@ from backfill_platform.generator.playback import GeneratorConfig, generate_playb
 from backfill_platform.promotion.assets import build_production_asset
 from backfill_platform.shadow.assets import build_shadow_asset
 from backfill_platform.shadow.tables import production_table
+from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform.specs.stream import ArchiveSpec, StreamSpec
+from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START, range_tags
 from backfill_platform_tests.moto_server import MotoServer, aws_environment
 

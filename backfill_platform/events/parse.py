@@ -17,7 +17,8 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 from backfill_platform.archive.listing import HOUR, ArchiveFile, iter_lines
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.specs.common import FIELD_TYPES
-from backfill_platform.specs.stream import Cast, Default, Drop, Rename, SchemaVersion, StreamSpec
+from backfill_platform.specs.stream import SchemaVersion, StreamSpec
+from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
 
 CORRUPT = "_corrupt_record"
 # Checked in this order; the first that applies is the record's reason. The first three are found while

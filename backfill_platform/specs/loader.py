@@ -16,7 +16,8 @@ import yaml
 from pydantic import ValidationError
 
 from backfill_platform.settings import SPECS_ENV
-from backfill_platform.specs.stream import UPCAST_STEPS, StreamSpec
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.specs.upcasts import UPCAST_STEPS
 
 # The built-in specs are the component instances of the package's defs folder (package data in
 # pyproject.toml), located through importlib.resources so that an installed wheel finds them as a

@@ -14,15 +14,10 @@ END = "<!-- /spec-reference -->"
 
 
 def markdown_reference() -> str:
+    from backfill_platform.specs.archive_location import ArchiveSpec
     from backfill_platform.specs.dataset import DatasetSpec, EventsAggregate, ReconciliationRule, VersionSpec
-    from backfill_platform.specs.stream import (
-        UPCAST_STEPS,
-        ArchiveSpec,
-        EventTimeSpec,
-        SchemaVersion,
-        StreamSpec,
-        VersionMatch,
-    )
+    from backfill_platform.specs.stream import EventTimeSpec, SchemaVersion, StreamSpec, VersionMatch
+    from backfill_platform.specs.upcasts import UPCAST_STEPS
 
     sections = [
         ("Stream", [StreamSpec], ""),
