@@ -30,10 +30,10 @@ from backfill_platform.archive.listing import (
     list_files,
     manifest_fingerprint,
 )
+from backfill_platform.archive.readers import read_lines
 from backfill_platform.archive.s3 import S3Archive
 from backfill_platform.events.assets import build_events_asset
 from backfill_platform.events.ingest import events_table, ingest_window, quarantine_table, read_window
-from backfill_platform.events.parse import read_lines
 from backfill_platform.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.promotion.assets import build_production_asset
 from backfill_platform.shadow.assets import build_shadow_asset

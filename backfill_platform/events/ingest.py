@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
-from backfill_platform.events.parse import REASONS, classify_window, parse_records, read_lines
+from backfill_platform.archive.readers import read_lines
+from backfill_platform.events.parse import REASONS, classify_window, parse_records
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.partitions import days_between
