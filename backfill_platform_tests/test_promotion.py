@@ -310,13 +310,32 @@ def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource,
 
 
 def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
-    from backfill_platform.ledger.ledger import IngestionRow, ensure_ledger, ingestions_table
+    from backfill_platform.ledger.ledger import IngestionRow, ensure_ledger, ingestions_table, row_columns
 
     table = ingestions_table(spark)
     spark.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
     ensure_ledger(spark)
     assert "failed_checks" in spark.table(table).columns
     assert set(spark.table(table).columns) == set(IngestionRow.__dataclass_fields__)
+    # Column types come from the row's type hints (`int | None` is a nullable bigint).
+    schema = {field.name: field.dataType.simpleString() for field in spark.table(table).schema}
+    assert schema == dict(row_columns(IngestionRow))
+    assert schema["events_snapshot_id"] == "bigint" and schema["recorded_at"] == "timestamp"
+    assert schema["partition"] == "date" and schema["run_seconds"] == "double"
+
+
+def test_a_row_field_without_a_column_type_is_refused():
+    from dataclasses import dataclass
+
+    from backfill_platform.ledger.ledger import row_columns
+
+    @dataclass
+    class Row:
+        day: str
+        tags: list[str] | None = None
+
+    with pytest.raises(TypeError, match=r"Row.tags: no column type for"):
+        row_columns(Row)
 
 
 def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
