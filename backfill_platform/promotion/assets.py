@@ -25,7 +25,8 @@ from backfill_platform.shadow.validate import DIVERGENCE
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.utils import run_properties
-from backfill_platform.validation.buckets import bucket_table
+from backfill_platform.validation.buckets import failing_bucket_rows
+from backfill_platform.validation.metadata_tables import metadata_table
 from backfill_platform.validation.verdicts import (
     PER_DAY,
     PROMOTION_POLICY_TAG,
@@ -117,7 +118,7 @@ def build_production_asset(spec: DatasetSpec, stream: StreamSpec) -> AssetsDefin
             mismatches = {b: p for b, p in promotion.mismatched_buckets.items() if b[0] == day}
             metadata = {
                 "buckets_differing": len(mismatches),
-                "differences": MetadataValue.md(bucket_table(mismatches, "difference", 20)),
+                "differences": metadata_table(*failing_bucket_rows(mismatches, "difference", 20)),
             }
             verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
         selected = {check.name for check in context.selected_asset_check_keys}
