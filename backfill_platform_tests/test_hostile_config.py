@@ -12,9 +12,10 @@ import yaml
 from backfill_platform.lakehouse.tables import table_id
 from backfill_platform.pipeline.archive.listing import archive_for
 from backfill_platform.pipeline.ledger import ledger as ledger_module
+from backfill_platform.specs.archive_location import ARCHIVE_ROOTS_ENV
 from backfill_platform.specs.common import check_catalog_name
 from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError, load_spec_file
-from backfill_platform.specs.stream import ARCHIVE_ROOTS_ENV, StreamSpec
+from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.test_specs import mutated, write_spec
 
 

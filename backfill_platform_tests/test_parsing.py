@@ -183,3 +183,23 @@ def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path,
     result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
     assert result.partitions["2026-10-01"].written == 1
     assert events(spark, spec)["a"]["_source_file"] == "dt=2026-10-01/hour=07/p+1%.jsonl.gz"
+
+
+def test_cast_and_drop_steps_upcast_and_a_lossy_cast_is_an_invalid_field(tmp_path, spark):
+    raw = builtin_spec_data("playback")
+    raw["name"] = f"case_{next(_names)}"
+    raw["archive"]["location"] = str(tmp_path / "archive")
+    raw["archive"]["allow_outside_data_roots"] = True
+    first = raw["schema_versions"][0]
+    first["fields"].update(position_sec="double", legacy="string")
+    first["upcast"] += [{"cast": {"field": "position_sec", "type": "long"}}, {"drop": "legacy"}]
+    spec = StreamSpec.model_validate(raw)
+    at = datetime(2026, 10, 1, 6, 10, tzinfo=UTC)
+    records = [v1("whole", at, position_sec=12.0, legacy="x"), v1("half", at, position_sec=12.5, legacy="x")]
+    deliver(spec, datetime(2026, 10, 1, 6, tzinfo=UTC), records)
+    ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    rows = events(spark, spec)
+    assert set(rows) == {"whole"} and "legacy" not in rows["whole"]
+    assert rows["whole"]["position_sec"] == 12 and rows["whole"]["device_type"] == "tv"
+    lossy = quarantined(spark, spec)["2026/10/01/06/part-0001.jsonl.gz:2"]
+    assert lossy["reason"] == "invalid_field" and lossy["detail"] == "position_sec"

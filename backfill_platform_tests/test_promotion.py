@@ -310,13 +310,37 @@ def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource,
 
 
 def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
-    from backfill_platform.pipeline.ledger.ledger import IngestionRow, ensure_ledger, ingestions_table
+    from backfill_platform.pipeline.ledger.ledger import (
+        IngestionRow,
+        ensure_ledger,
+        ingestions_table,
+        row_columns,
+    )
 
     table = ingestions_table(spark)
     spark.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
     ensure_ledger(spark)
     assert "failed_checks" in spark.table(table).columns
     assert set(spark.table(table).columns) == set(IngestionRow.__dataclass_fields__)
+    # Column types come from the row's type hints (`int | None` is a nullable bigint).
+    schema = {field.name: field.dataType.simpleString() for field in spark.table(table).schema}
+    assert schema == dict(row_columns(IngestionRow))
+    assert schema["events_snapshot_id"] == "bigint" and schema["recorded_at"] == "timestamp"
+    assert schema["partition"] == "date" and schema["run_seconds"] == "double"
+
+
+def test_a_row_field_without_a_column_type_is_refused():
+    from dataclasses import dataclass
+
+    from backfill_platform.pipeline.ledger.ledger import row_columns
+
+    @dataclass
+    class Row:
+        day: str
+        tags: list[str] | None = None
+
+    with pytest.raises(TypeError, match=r"Row.tags: no column type for"):
+        row_columns(Row)
 
 
 def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
@@ -343,6 +367,35 @@ def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
         **{"backfill_platform/max_divergence_ratio": "0.9"},
     )
     assert lenient.success and prod_state(spark, spec) != before
+
+
+def test_a_key_value_with_a_pipe_reads_back_whole_from_the_divergence_sample(
+    ready, spark, spark_resource, playback
+):
+    """Check metadata tables keep a value from the data as it is (a markdown row would split at `|`)."""
+    spec = dataset("views_pipe")
+    legacy = write_legacy_table(spark, spec, playback, "v2", D1, D2)
+    extra = {"event_date": D1, "event_hour": 0, "title_id": "!a|b", "views": 3, "watch_seconds": 40,
+             "unique_viewers": 2}  # fmt: skip
+    spark.createDataFrame([extra], spark.table(legacy).schema).writeTo(legacy).append()
+    adopt(spark, spec, legacy, D1, D2, reason="old pipeline output with one more row")
+    result = run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1)
+    assert result.success  # without a launched bound, divergence is a warning
+    (check,) = [c for c in result.get_asset_check_evaluations() if c.check_name == "divergence_vs_production"]
+    assert check.metadata["diverging_rows"].value == 1
+    sample = check.metadata["sample"]
+    assert [column.name for column in sample.schema.columns][:4] == [
+        "_kind", "event_date", "event_hour", "title_id"
+    ]  # fmt: skip
+    (record,) = sample.records
+    assert record.data["title_id"] == "!a|b" and record.data["_kind"] == "only_in_production"
+    assert record.data["event_date"] == D1.isoformat() and record.data["event_hour"] == 0
+    assert record.data["prod_views"] == 3 and record.data["new_views"] is None
+    # The CLI prints the same table as markdown, the `|` escaped: a row keeps one cell per column.
+    from backfill_platform.pipeline.validation.metadata_tables import table_markdown
+
+    row = table_markdown(sample).splitlines()[2]
+    assert "| !a\\|b |" in row and row.replace("\\|", "").count("|") == len(sample.schema.columns) + 1
 
 
 def test_revert_job_restores_the_last_promotion(ready, spark, spark_resource, playback):

@@ -31,6 +31,7 @@ from backfill_platform.pipeline.archive.listing import (
     list_files,
     manifest_fingerprint,
 )
+from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.s3 import S3Archive
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import (
@@ -39,13 +40,13 @@ from backfill_platform.pipeline.events.ingest import (
     quarantine_table,
     read_window,
 )
-from backfill_platform.pipeline.events.parse import read_lines
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform.specs.stream import ArchiveSpec, StreamSpec
+from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START, range_tags
 from backfill_platform_tests.moto_server import MotoServer, aws_environment
 

@@ -72,6 +72,21 @@ def test_demo_spec_loads_with_its_versions():
             "<root>",
             "unknown field 'nope'",
         ),
+        (
+            {"schema_versions__0__upcast": [{"rename": {"from": "device"}}]},
+            "schema_versions.0.upcast.0.rename.to",
+            "Field required",
+        ),
+        (
+            {"schema_versions__0__upcast": [{"drop": "device", "cast": {"field": "device", "type": "long"}}]},
+            "schema_versions.0.upcast.0",
+            "exactly one of rename/default/cast/drop, got ['cast', 'drop']",
+        ),
+        (
+            {"schema_versions__0__upcast": [{"cast": {"field": "device", "type": "float128"}}]},
+            "schema_versions.0.upcast.0.cast.type",
+            "not a field type",
+        ),
     ],
 )
 def test_invalid_spec_names_file_field_and_reason(tmp_path, changes, field, reason):

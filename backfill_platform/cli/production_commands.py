@@ -64,6 +64,7 @@ def divergence(dataset: str, version: str | None) -> None:
     """Divergence of a candidate version's shadow against production over all history."""
     from backfill_platform.ops.ledger_report import divergence_table
     from backfill_platform.pipeline.promotion.cutover import history_divergence
+    from backfill_platform.pipeline.validation.markdown import markdown_table
 
     spec = dataset_spec(dataset)
     candidate = version or spec.active_version
@@ -71,8 +72,8 @@ def divergence(dataset: str, version: str | None) -> None:
     console = wide_console()
     console.print(divergence_table(f"{dataset}: {candidate} shadow vs production", result))
     console.print(f"{result.diverging:,} diverging rows ({result.ratio:.2%})")
-    if result.sample_markdown:
-        console.print(result.sample_markdown)
+    if result.sample_rows:
+        console.print(markdown_table(result.sample_header, result.sample_rows), markup=False)
 
 
 @main.command("drop-shadow")

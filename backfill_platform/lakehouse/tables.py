@@ -25,6 +25,8 @@ PROD_NAMESPACE = "prod"
 PLATFORM_NAMESPACE = "platform"
 # Snapshot property that identifies the commit of one write, so its snapshot id can be found for sure.
 WRITE_ID = "backfill_platform.write-id"
+# Properties of every table the platform creates (a table may add its own).
+TABLE_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
 # Prefix of the error a row outside a write's range raises in the write's tasks (see `_only`).
 _REFUSAL_MARKER = "backfill_platform refused: "
 
@@ -36,20 +38,27 @@ def table_id(spark: SparkSession, namespace: str, name: str) -> str:
 
 
 def ensure_table(
-    spark: SparkSession, identifier: str, columns: Sequence[tuple[str, str]], partitioned_by: str
+    spark: SparkSession,
+    identifier: str,
+    columns: Sequence[tuple[str, str]],
+    partitioned_by: str | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> None:
     """Create the table with `(name, Spark SQL type)` columns, or add those an existing one lacks.
 
+    The one way every table is created and evolved: data tables (partitioned) and the ledger tables.
     A spec that gained a field must not fail the write (Spark refuses extra columns) nor lose the field:
-    see `schema.evolve_table`, which also refuses a changed column type with a clear error.
+    see `schema.evolve_table`, which also refuses a changed column type with a clear error, and lets
+    concurrent runs add the same columns.
     """
     namespace = identifier.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     ddl = ", ".join(f"{name} {kind}" for name, kind in columns)
+    partitioning = f"PARTITIONED BY ({partitioned_by}) " if partitioned_by else ""
+    settings = {**TABLE_PROPERTIES, **(properties or {})}
+    listed = ", ".join(f"'{key}'='{value}'" for key, value in settings.items())
     spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl}) USING iceberg "
-        f"PARTITIONED BY ({partitioned_by}) "
-        "TBLPROPERTIES ('format-version'='2', 'write.parquet.compression-codec'='zstd')"
+        f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl}) USING iceberg {partitioning}TBLPROPERTIES ({listed})"
     )
     evolve_table(spark, identifier, columns)
 

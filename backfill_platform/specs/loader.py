@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from backfill_platform.settings import SPECS_ENV
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.specs.upcasts import UPCAST_STEPS
 
 # The built-in specs are the component instances of the package's defs folder (package data in
 # pyproject.toml), located through importlib.resources so that an installed wheel finds them as a
@@ -168,7 +169,15 @@ def _check_shape(path: Path, text: str) -> None:
 
 def _field_path(loc: tuple) -> str:
     # pydantic marks "the key of a mapping was invalid" with a trailing '[key]' part; the path says enough.
-    return ".".join(str(part) for part in loc if part != "[key]") or "<root>"
+    parts = [part for part in loc if part != "[key]"]
+    # It also names the tag of a discriminated union: an upcast step's kind, after the step's index and
+    # before the step's own key (`upcast.0.rename.rename.to`). The path names the step's key once.
+    tags = [
+        i
+        for i in range(2, len(parts))
+        if parts[i - 2] == "upcast" and isinstance(parts[i - 1], int) and parts[i] in UPCAST_STEPS
+    ]
+    return ".".join(str(part) for i, part in enumerate(parts) if i not in tags) or "<root>"
 
 
 def load_specs(dirs: list[Path] | None = None) -> SpecSet:

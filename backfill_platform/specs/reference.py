@@ -14,39 +14,49 @@ END = "<!-- /spec-reference -->"
 
 
 def markdown_reference() -> str:
+    from backfill_platform.specs.archive_location import ArchiveSpec
     from backfill_platform.specs.dataset import DatasetSpec, EventsAggregate, ReconciliationRule, VersionSpec
-    from backfill_platform.specs.stream import (
-        ArchiveSpec,
-        EventTimeSpec,
-        SchemaVersion,
-        StreamSpec,
-        UpcastOp,
-        VersionMatch,
-    )
+    from backfill_platform.specs.stream import EventTimeSpec, SchemaVersion, StreamSpec, VersionMatch
+    from backfill_platform.specs.upcasts import UPCAST_STEPS
 
     sections = [
-        ("Stream", StreamSpec, ""),
-        ("Stream `archive`", ArchiveSpec, "archive."),
-        ("Stream `event_time`", EventTimeSpec, "event_time."),
-        ("Stream `schema_versions[]`", SchemaVersion, "schema_versions[]."),
-        ("Stream `schema_versions[].match`", VersionMatch, "match."),
-        ("Stream `schema_versions[].upcast[]` (one key per step)", UpcastOp, "upcast[]."),
-        ("Dataset", DatasetSpec, ""),
-        ("Dataset `versions.<name>`", VersionSpec, "versions.<name>."),
-        ("Dataset `expected_rows`", EventsAggregate, "expected_rows."),
-        ("Dataset `reconciliation[]`", ReconciliationRule, "reconciliation[]."),
+        ("Stream", [StreamSpec], ""),
+        ("Stream `archive`", [ArchiveSpec], "archive."),
+        ("Stream `event_time`", [EventTimeSpec], "event_time."),
+        ("Stream `schema_versions[]`", [SchemaVersion], "schema_versions[]."),
+        ("Stream `schema_versions[].match`", [VersionMatch], "match."),
+        (
+            "Stream `schema_versions[].upcast[]` (one key per step: `rename`, `default`, `cast` or `drop`)",
+            UPCAST_STEPS.values(),
+            "upcast[].",
+        ),
+        ("Dataset", [DatasetSpec], ""),
+        ("Dataset `versions.<name>`", [VersionSpec], "versions.<name>."),
+        ("Dataset `expected_rows`", [EventsAggregate], "expected_rows."),
+        ("Dataset `reconciliation[]`", [ReconciliationRule], "reconciliation[]."),
     ]
     lines = [BEGIN]
-    for title, model, prefix in sections:
+    for title, models, prefix in sections:
         lines += ["", f"**{title}**", "", "| field | type | default | meaning |", "| --- | --- | --- | --- |"]
-        for name, info in model.model_fields.items():
-            if name == "kind":
-                continue
-            default = _default(info)
-            description = (info.description or "").replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| `{prefix}{name}` | {_type(info.annotation)} | {default} | {description} |")
+        for model in models:
+            # An upcast step's one key holds its own fields: list those, under the step's key.
+            lines += _rows(model, prefix, expand=model in UPCAST_STEPS.values())
     lines.append(END)
     return "\n".join(lines)
+
+
+def _rows(model: type[BaseModel], prefix: str, expand: bool = False) -> list[str]:
+    rows = []
+    for name, info in model.model_fields.items():
+        if name == "kind":
+            continue
+        name = info.alias or name
+        description = (info.description or "").replace("|", "\\|").replace("\n", " ")
+        default = "one key per step" if expand else _default(info)
+        rows.append(f"| `{prefix}{name}` | {_type(info.annotation)} | {default} | {description} |")
+        if expand and isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            rows += _rows(info.annotation, f"{prefix}{name}.")
+    return rows
 
 
 def _default(info: Any) -> str:
@@ -87,6 +97,5 @@ def _type(annotation: Any) -> str:
         return f"list of {_type(args[0])}"
     if origin is dict:
         return "mapping"
-    if len(args) == 1:
-        return _type(args[0])
-    return " or ".join(_type(a) for a in args)
+    names = list(dict.fromkeys(_type(a) for a in args))  # a union of models is one "mapping"
+    return " or ".join(names)

@@ -1,140 +1,31 @@
 """Stream specs: one archived event stream, declared in YAML.
 
-A stream spec says where the archive is and how it is laid out, how to recognise and upcast each
-historical schema version to the latest, which fields carry the event id and the event time, how late
-an event may arrive, and from which day partitions start.
+A stream spec says where the archive is and how it is laid out (`archive_location.py`), how to
+recognise and upcast each historical schema version to the latest (`upcasts.py`), which fields carry the
+event id and the event time, how late an event may arrive, from which day partitions start, and which
+Kinesis streams a replay may write to (`kinesis.py`). The events table's columns follow from it.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from datetime import date, timedelta
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from backfill_platform import settings
+from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
 from backfill_platform.specs.durations import parse_duration
+from backfill_platform.specs.kinesis import KinesisStreamName, check_replay_targets
+from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
 TimeFormat = Literal["iso8601", "epoch_millis"]
-# Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
-ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
 # Bounds of the durations a stream may declare: beyond them a read window or horizon is absurd (and
 # datetime arithmetic overflows long before `99999999d`).
 MAX_LATENESS = timedelta(days=30)
 MAX_CLOCK_SKEW = timedelta(days=1)
 MAX_REFRESH_HORIZON = timedelta(days=400)
 EARLIEST_PARTITION, LATEST_PARTITION = date(1970, 1, 1), date(2200, 1, 1)
-# A Kinesis stream name, as AWS accepts it.
-KinesisStreamName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")]
-
-
-class ArchiveSpec(SpecModel):
-    location: str = Field(
-        description=(
-            "Folder of the archive: absolute, or relative to the data directory; or an S3 prefix "
-            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3)."
-        )
-    )
-    layout: str = Field(
-        default="%Y/%m/%d/%H",
-        description="strftime template of the ingestion-hour folders below the location.",
-    )
-    format: Literal["jsonl"] = Field(default="jsonl", description="One JSON object per line.")
-    compression: Literal["gzip", "none"] = Field(
-        default="gzip", description="`gzip` (`.gz` files) or `none` (plain files)."
-    )
-    allow_outside_data_roots: bool = Field(
-        default=False,
-        description=(
-            "Let `location` resolve outside the data directory and the folders of "
-            f"{ARCHIVE_ROOTS_ENV} (otherwise such a location, e.g. `../../etc` or `/etc`, is refused)."
-        ),
-    )
-    max_line_bytes: int = Field(
-        default=1 << 20,
-        ge=1024,
-        le=256 << 20,
-        description="Longer lines are quarantined as `line_too_long` (their first KiB is kept).",
-    )
-
-    @field_validator("layout")
-    @classmethod
-    def _layout_has_hour(cls, value: str) -> str:
-        for token in ("%Y", "%m", "%d", "%H"):
-            if token not in value:
-                raise ValueError(f"layout {value!r} must contain {token} (hourly ingestion folders)")
-        if ".." in value or value.startswith("/"):
-            raise ValueError(f"layout {value!r} must be a relative path template")
-        return value
-
-    @model_validator(mode="after")
-    def _inside_roots(self) -> ArchiveSpec:
-        if self.s3 is None:
-            check_archive_root(self, settings.data_dir())
-        return self
-
-    @property
-    def s3(self) -> tuple[str, str] | None:
-        """(bucket, key prefix without a trailing `/`) of an `s3://` location; None for a local folder."""
-        return parse_s3_location(self.location)
-
-
-_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-# S3's bucket naming rules (general purpose buckets): 3-63 characters, lower-case letters, digits,
-# dots and hyphens, starting and ending with a letter or digit, not an IP address, no `..`.
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
-
-
-def parse_s3_location(location: str) -> tuple[str, str] | None:
-    """(bucket, prefix) of `s3://bucket/prefix`, validated; None for a local path; other URIs refused."""
-    scheme = _URI_SCHEME.match(location)
-    if scheme is None:
-        return None
-    if scheme.group(1) != "s3":
-        raise ValueError(
-            f"field 'archive.location': {location!r}: only local folders and s3://bucket/prefix are "
-            f"supported, not {scheme.group(1)}://"
-        )
-    bucket, _, prefix = location[len("s3://") :].partition("/")
-    if not _BUCKET.match(bucket) or ".." in bucket or _IP_ADDRESS.match(bucket):
-        raise ValueError(
-            f"field 'archive.location': {bucket!r} is not a valid S3 bucket name (3-63 characters: "
-            "lower-case letters, digits, '.' and '-', starting and ending with a letter or digit)"
-        )
-    prefix = prefix.strip("/")
-    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
-        raise ValueError(f"field 'archive.location': prefix {prefix!r} has an empty, '.' or '..' segment")
-    return bucket, prefix
-
-
-def archive_roots(data_dir: Path) -> list[Path]:
-    extra = [Path(p.strip()) for p in os.environ.get(ARCHIVE_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
-    return [Path(data_dir).resolve(), *(p.resolve() for p in extra)]
-
-
-def check_archive_root(archive: ArchiveSpec, data_dir: Path) -> Path:
-    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots.
-
-    An `s3://` location has no local root: it is refused here (see `parse_s3_location`)."""
-    if parse_s3_location(archive.location) is not None:
-        raise ValueError(f"field 'archive.location': {archive.location!r} is in S3, not a local folder")
-    location = Path(archive.location)
-    root = (location if location.is_absolute() else Path(data_dir) / location).resolve()
-    if archive.allow_outside_data_roots:
-        return root
-    roots = archive_roots(data_dir)
-    if not any(root.is_relative_to(allowed) for allowed in roots):
-        raise ValueError(
-            f"field 'archive.location': {archive.location!r} resolves to {root}, outside the configured "
-            f"data roots ({', '.join(map(str, roots))}); add its folder to {ARCHIVE_ROOTS_ENV} or set "
-            "'archive.allow_outside_data_roots: true'"
-        )
-    return root
 
 
 def _bounded(value: timedelta, name: str, maximum: timedelta) -> timedelta:
@@ -166,35 +57,6 @@ class VersionMatch(SpecModel):
         return self
 
 
-class UpcastOp(SpecModel):
-    """One step from a historical version towards the latest: exactly one of the four keys."""
-
-    rename: dict[str, Identifier] | None = Field(default=None, description="{from: old, to: new}")
-    default: dict[str, Any] | None = Field(default=None, description="{field: name, value: v}")
-    cast: dict[str, str] | None = Field(default=None, description="{field: name, type: t}")
-    drop: Identifier | None = Field(
-        default=None, description="name of a field the latest version no longer has"
-    )
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> UpcastOp:
-        given = [k for k in ("rename", "default", "cast", "drop") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                f"an upcast step has exactly one of rename/default/cast/drop, got {given or 'none'}"
-            )
-        if self.rename is not None and set(self.rename) != {"from", "to"}:
-            raise ValueError("rename needs exactly 'from' and 'to'")
-        if self.default is not None and set(self.default) != {"field", "value"}:
-            raise ValueError("default needs exactly 'field' and 'value'")
-        if self.cast is not None:
-            if set(self.cast) != {"field", "type"}:
-                raise ValueError("cast needs exactly 'field' and 'type'")
-            if self.cast["type"] not in FIELD_TYPES:
-                raise ValueError(f"cast type {self.cast['type']!r} is not one of {sorted(FIELD_TYPES)}")
-        return self
-
-
 class SchemaVersion(SpecModel):
     version: int = Field(
         ge=1, description="Version number; the highest is the latest, which the events table has."
@@ -204,7 +66,7 @@ class SchemaVersion(SpecModel):
         default=None, description="Overrides the stream's event-time format for this version."
     )
     fields: dict[Identifier, FieldType] = Field(description="Payload fields besides event id and time.")
-    upcast: list[UpcastOp] = Field(default_factory=list, description="Steps that turn it into the latest.")
+    upcast: list[UpcastStep] = Field(default_factory=list, description="Steps that turn it into the latest.")
 
 
 class StreamSpec(SpecModel):
@@ -318,11 +180,7 @@ class StreamSpec(SpecModel):
 
     @model_validator(mode="after")
     def _live_is_not_a_backfill_stream(self) -> StreamSpec:
-        if self.live_kinesis_stream is not None and self.live_kinesis_stream in self.backfill_kinesis_streams:
-            raise ValueError(
-                f"backfill_kinesis_streams lists the live stream {self.live_kinesis_stream!r}: a replay must "
-                "never write to the live stream"
-            )
+        check_replay_targets(self.live_kinesis_stream, self.backfill_kinesis_streams)
         return self
 
     @model_validator(mode="after")
@@ -349,7 +207,7 @@ class StreamSpec(SpecModel):
                     f"version {version.version}: {sorted(clash)} are the id/time fields (event_id_field, "
                     "event_time.field), not payload"
                 )
-            result = upcast_field_types(version, self.latest.fields)
+            result = upcast_field_types(version.version, version.fields, version.upcast, self.latest.fields)
             if result != self.latest.fields:
                 # A mistyped rename target or default field shows up here: name it, not just both dicts.
                 unknown = sorted(set(result) - set(self.latest.fields))
@@ -403,45 +261,3 @@ def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
     """
     payload = [(name, FIELD_TYPES[kind]) for name, kind in spec.latest.fields.items()]
     return [("event_id", "string"), ("event_time", "timestamp"), *payload, *EVENTS_METADATA_COLUMNS]
-
-
-def upcast_field_types(version: SchemaVersion, latest_fields: dict[str, str]) -> dict[str, str]:
-    """Field name -> type after applying a version's upcast steps in order (validates each step).
-
-    A defaulted field takes the latest version's type for that field.
-    """
-    fields = dict(version.fields)
-    for number, step in enumerate(version.upcast, start=1):
-        # Each step names a field as it is at that step: name the step and the fields it could have named.
-        where = f"version {version.version}, upcast step {number}"
-        if step.rename is not None:
-            old, new = step.rename["from"], step.rename["to"]
-            if old not in fields:
-                raise ValueError(f"{where}: rename of unknown field {old!r} (fields: {sorted(fields)})")
-            fields[new] = fields.pop(old)
-        elif step.default is not None:
-            name = step.default["field"]
-            if name in fields:
-                raise ValueError(f"{where}: default for {name!r}, which it already has")
-            fields[name] = latest_fields.get(name) or _type_of_default(step.default["value"])
-        elif step.cast is not None:
-            if step.cast["field"] not in fields:
-                raise ValueError(
-                    f"{where}: cast of unknown field {step.cast['field']!r} (fields: {sorted(fields)})"
-                )
-            fields[step.cast["field"]] = step.cast["type"]
-        elif step.drop is not None:
-            if step.drop not in fields:
-                raise ValueError(f"{where}: drop of unknown field {step.drop!r} (fields: {sorted(fields)})")
-            del fields[step.drop]
-    return fields
-
-
-def _type_of_default(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "long"
-    if isinstance(value, float):
-        return "double"
-    return "string"

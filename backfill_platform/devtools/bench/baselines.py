@@ -47,13 +47,10 @@ RAW_FIELDS = (
 def spark_baseline(spark, files: list[str], start: datetime, end: datetime, catalog: str) -> None:
     from pyspark.sql import functions as F
 
+    from backfill_platform.lakehouse.tables import ensure_table
+
     table = f"{catalog}.{SPARK_TABLE}"
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {table.rsplit('.', 1)[0]}")
-    ddl = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {table} ({ddl}) USING iceberg PARTITIONED BY (days(event_time)) "
-        "TBLPROPERTIES ('format-version'='2', 'write.parquet.compression-codec'='zstd')"
-    )
+    ensure_table(spark, table, COLUMNS, "days(event_time)")
     raw = spark.read.schema(", ".join(f"{n} {t}" for n, t in RAW_FIELDS)).json(files)
     time_text = F.col("event_time")
     event_time = F.when(time_text.rlike("^[0-9]+$"), F.timestamp_millis(time_text.cast("long"))).otherwise(

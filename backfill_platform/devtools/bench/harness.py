@@ -88,7 +88,7 @@ def generate(out: Path, label: str, start: date, days: int, events_per_day: int)
     the lateness, broken clocks), so both must write the same rows. Duplicates, conflicting copies, late
     lines, clocks a few minutes ahead and the schema change stay."""
     from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
-    from backfill_platform.specs.stream import check_archive_root
+    from backfill_platform.specs.archive_location import check_archive_root
 
     data = out / "archives" / label
     config = GeneratorConfig(
@@ -106,7 +106,7 @@ def generate(out: Path, label: str, start: date, days: int, events_per_day: int)
 
 def window_files(archive: Archive, first: date, days: int) -> list[str]:
     """The archive files the platform's events step reads for the range: its ingestion-hour window."""
-    from backfill_platform.specs.stream import check_archive_root
+    from backfill_platform.specs.archive_location import check_archive_root
 
     stream = _stream()
     start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)

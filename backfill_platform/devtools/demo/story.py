@@ -11,7 +11,7 @@ import shutil
 import time
 from datetime import date, timedelta
 
-from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, TableMetadataValue, materialize
 from dagster._core.definitions.observe import observe  # not re-exported by dagster 1.13
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +26,7 @@ from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.partitions import ingestion_partitions
 from backfill_platform.pipeline.promotion.adopt import adopt
 from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
+from backfill_platform.pipeline.validation.metadata_tables import table_markdown
 from backfill_platform.specs.loader import load_specs
 
 console = Console(width=140)
@@ -165,7 +166,9 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
         f"   divergence of v2 against the adopted production: {diverging:,} rows "
         f"({diverging / base if base else 0:.1%}); a sample of {first.partition}:"
     )
-    console.print("\n".join(first.metadata["sample"].value.split("\n")[0:8]), markup=False)
+    sample = first.metadata["sample"]
+    text = table_markdown(sample) if isinstance(sample, TableMetadataValue) else str(sample.value)
+    console.print("\n".join(text.split("\n")[0:8]), markup=False)
     snapshots = {m["snapshot_id"] for m in promoted.values()}
     console.print(
         f"   promoted in one commit: snapshot {', '.join(sorted(snapshots))} "

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from backfill_platform import settings
-from backfill_platform.specs.stream import StreamSpec, check_archive_root
+from backfill_platform.specs.archive_location import check_archive_root
+from backfill_platform.specs.stream import StreamSpec
 
 if TYPE_CHECKING:
     from dagster_aws.s3 import S3Resource

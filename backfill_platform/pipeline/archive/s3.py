@@ -31,7 +31,7 @@ from backfill_platform.pipeline.archive.listing import (
 if TYPE_CHECKING:
     from dagster_aws.s3 import S3Resource
 
-    from backfill_platform.specs.stream import ArchiveSpec
+    from backfill_platform.specs.archive_location import ArchiveSpec
 
 # `unlisted_files` lists the whole prefix; beyond this many keys it stops and says so.
 MAX_SCAN_KEYS = 100_000

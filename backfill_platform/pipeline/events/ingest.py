@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.pipeline.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
-from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records, read_lines
+from backfill_platform.pipeline.archive.readers import read_lines
+from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.stream import StreamSpec, events_columns
 

@@ -1,7 +1,7 @@
 """Turn archived JSON lines into classified records, as one lazy Spark plan.
 
-Every line read is classified exactly once: an admissible event (kept or duplicate) or a quarantined
-record with a reason. Each line is attributed to one event-time partition — its event time when it is
+The lines come from the archive's reader (`pipeline/archive/readers.py`). Every line read is classified exactly
+once: an admissible event (kept or duplicate) or a quarantined record with a reason. Each line is attributed to one event-time partition — its event time when it is
 admissible, otherwise its ingestion hour — so that every record of every archive file is counted once,
 in exactly one partition's figures, whichever windows happen to read it.
 """
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.lakehouse.tables import in_range
-from backfill_platform.pipeline.archive.listing import HOUR, ArchiveFile, iter_lines
+from backfill_platform.pipeline.archive.listing import HOUR
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
+from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
 
 CORRUPT = "_corrupt_record"
 # Checked in this order; the first that applies is the record's reason. The first three are found while
@@ -38,92 +39,12 @@ REASONS = (
     "conflicting_duplicate",
 )
 METADATA_COLUMNS = ("_schema_version", "_source_file", "_line_number", "_ingestion_time")
-LINES_SCHEMA = (
-    "_source_file string, _line_number bigint, _ingestion_time timestamp, line string, _raw binary, "
-    "_defect string, _defect_detail string"
-)
-_READ_SCHEMA = (
-    "_file int, _line_number bigint, line string, _raw binary, _defect string, _defect_detail string"
-)
 # An ISO 8601 date *and* time (a date alone, or a bare year, is not an event time), optional offset.
 _ISO_DATETIME = r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$"
 # Epoch milliseconds: an integer of at most 15 digits (year < 33658), so that no conversion overflows.
 _EPOCH_MILLIS = r"^\s*-?\d{1,15}\s*$"
 _INTEGER = r"^\s*[+-]?\d+\s*$"
 _DATE = r"^\s*\d{4}-\d{2}-\d{2}\s*$"
-_BATCH_ROWS = 4096
-_BATCH_BYTES = 16 << 20
-
-
-def read_lines(spark: SparkSession, files: list[ArchiveFile], max_line_bytes: int = 1 << 20) -> DataFrame:
-    """One row per line of each file, with the file's name, the 1-based line number and ingestion hour.
-
-    Files are streamed line by line on the executors (`archive.listing.iter_lines`), local files by path
-    and `s3://` objects fetched by the tasks themselves with boto3 (`archive.s3`); memory is bounded by
-    `max_line_bytes` and a batch, whatever the file size; compression is recognised by content (a gzip
-    file named `.jsonl` or a plain one named `.gz` are both read); a truncated or corrupt gzip file
-    yields its intact lines and one `unreadable_file` record instead of failing the run; a line that is
-    not UTF-8 is kept with its exact bytes (`_raw`) instead of being altered. `_defect` names what the
-    reader found wrong with a line (its quarantine reason), or is null.
-    """
-    if not files:
-        return spark.createDataFrame([], LINES_SCHEMA)
-    manifest = spark.createDataFrame(
-        [(i, f.name, f.ingestion_hour) for i, f in enumerate(files)],
-        "_file int, _source_file string, _ingestion_time timestamp",
-    )
-    paths = spark.sparkContext.parallelize(
-        [(i, f.path) for i, f in enumerate(files)], min(len(files), 4 * spark.sparkContext.defaultParallelism)
-    ).toDF("_file int, _path string")
-    readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
-    lines = paths.mapInArrow(_arrow_reader(max_line_bytes, readers), _READ_SCHEMA)
-    return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA))
-
-
-def _arrow_reader(max_line_bytes: int, readers: dict | None = None):
-    readers = readers or {}
-
-    def read(batches):
-        for batch in batches:
-            for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-                yield from _file_batches(index, path, max_line_bytes, readers.get(index))
-
-    return read
-
-
-def _file_batches(index: int, path: str, max_line_bytes: int, reader=None):
-    import pyarrow as pa
-
-    columns: list[list] = [[], [], [], [], []]
-    size = 0
-    for record in iter_lines(path, max_line_bytes, reader):
-        for column, value in zip(columns, record, strict=True):
-            column.append(value)
-        size += len(record[1]) + len(record[2] or b"")
-        if len(columns[0]) >= _BATCH_ROWS or size >= _BATCH_BYTES:
-            yield _batch(pa, index, columns)
-            columns, size = [[], [], [], [], []], 0
-    if columns[0]:
-        yield _batch(pa, index, columns)
-
-
-def _batch(pa, index: int, columns: list[list]):
-    numbers, text, raw, defect, detail = columns
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([index] * len(numbers), pa.int32()),
-            pa.array(numbers, pa.int64()),
-            pa.array(text, pa.string()),
-            pa.array(raw, pa.binary()),
-            pa.array(defect, pa.string()),
-            pa.array(detail, pa.string()),
-        ],
-        names=schema_names(_READ_SCHEMA),
-    )
-
-
-def schema_names(ddl: str) -> list[str]:
-    return [part.strip().split(" ")[0] for part in ddl.split(",")]
 
 
 def _raw_schema(spec: StreamSpec) -> StructType:
@@ -178,24 +99,25 @@ def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, C
         if kind != "string"
     ]
     for step in version.upcast:
-        if step.rename is not None:
-            columns[step.rename["to"]] = columns.pop(step.rename["from"])
-            types[step.rename["to"]] = types.pop(step.rename["from"])
-        elif step.default is not None:
-            name = step.default["field"]
-            columns[name] = F.lit(step.default["value"]).cast(FIELD_TYPES[latest[name]])
-            types[name] = latest[name]
-        elif step.cast is not None:
-            name, before = step.cast["field"], columns[step.cast["field"]]
-            after = before.cast(FIELD_TYPES[step.cast["type"]])
-            # A value the upcast loses (unparseable, overflowed, truncated) is as invalid as a mistyped
-            # one: it must round-trip to what the record said.
-            lossy = after.isNull() | (after.cast(FIELD_TYPES[types[name]]) != before)
-            invalid.append(F.when(before.isNotNull() & lossy, F.lit(name)))
-            columns[name], types[name] = after, step.cast["type"]
-        elif step.drop is not None:
-            del columns[step.drop]
-            del types[step.drop]
+        match step:
+            case Rename(rename=rename):
+                columns[rename.to] = columns.pop(rename.from_)
+                types[rename.to] = types.pop(rename.from_)
+            case Default(default=default):
+                name = default.field
+                columns[name] = F.lit(default.value).cast(FIELD_TYPES[latest[name]])
+                types[name] = latest[name]
+            case Cast(cast=cast):
+                name, before = cast.field, columns[cast.field]
+                after = before.cast(FIELD_TYPES[cast.type])
+                # A value the upcast loses (unparseable, overflowed, truncated) is as invalid as a mistyped
+                # one: it must round-trip to what the record said.
+                lossy = after.isNull() | (after.cast(FIELD_TYPES[types[name]]) != before)
+                invalid.append(F.when(before.isNotNull() & lossy, F.lit(name)))
+                columns[name], types[name] = after, cast.type
+            case Drop(drop=name):
+                del columns[name]
+                del types[name]
     return columns, F.coalesce(*invalid, F.lit(None).cast("string"))
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, date, datetime
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from dagster import AssetExecutionContext
 from pyspark.errors import AnalysisException
@@ -20,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import iceberg_table
-from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, table_id
+from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, ensure_table, table_id
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.specs.dataset import DatasetSpec
@@ -87,7 +89,9 @@ class LedgerRow:
     reverted_at: datetime | None = None
 
 
-_SPARK_TYPES = {
+# Python type of a row field -> Spark SQL type of its column (Iceberg: long, double, string, boolean,
+# timestamptz, date). A field of any other type is an error, not a guess.
+SPARK_TYPES: dict[type, str] = {
     int: "bigint",
     float: "double",
     str: "string",
@@ -97,13 +101,24 @@ _SPARK_TYPES = {
 }
 
 
+def row_columns(row_type: type) -> list[tuple[str, str]]:
+    """(name, Spark SQL type) of a row dataclass's fields, in field order, from its type hints."""
+    hints = get_type_hints(row_type)
+    return [(f.name, _spark_type(row_type, f.name, hints[f.name])) for f in fields(row_type)]
+
+
+def _spark_type(row_type: type, name: str, hint: Any) -> str:
+    # `int | None`: every column is nullable, so an optional field has its base type's column.
+    union = get_origin(hint) in (Union, UnionType)
+    base = [arg for arg in get_args(hint) if arg is not type(None)] if union else [hint]
+    if len(base) != 1 or base[0] not in SPARK_TYPES:
+        raise TypeError(f"{row_type.__name__}.{name}: no column type for {hint!r} (see SPARK_TYPES)")
+    return SPARK_TYPES[base[0]]
+
+
 def ddl(row_type: type) -> str:
     """Spark DDL of a row dataclass, in field order."""
-    parts = []
-    for f in fields(row_type):
-        base = next(t for t in _SPARK_TYPES if t.__name__ in str(f.type))
-        parts.append(f"{f.name} {_SPARK_TYPES[base]}")
-    return ", ".join(parts)
+    return ", ".join(f"{name} {kind}" for name, kind in row_columns(row_type))
 
 
 def ingestions_table(spark: SparkSession) -> str:
@@ -117,24 +132,18 @@ def ledger_table(spark: SparkSession) -> str:
 def ensure_ledger(spark: SparkSession) -> None:
     """Create the ledger tables, or add the columns a newer version of the platform records.
 
-    Columns are only ever added (Iceberg schema evolution), so older rows stay readable with nulls.
-    When both tables exist with every column (the usual case) this is two metadata reads in the driver,
-    not three DDL statements and two table scans' planning.
+    Columns are only ever added (Iceberg schema evolution, `lakehouse.tables.ensure_table` as for every
+    table), so older rows stay readable with nulls. When both tables exist with every column (the usual
+    case) this is two metadata reads in the driver, not DDL statements and table scans' planning.
     """
     tables = ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow))
     if all(_complete(spark, identifier, row_type) for identifier, row_type in tables):
         return
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ledger_table(spark).rsplit('.', 1)[0]}")
     for identifier, row_type in tables:
         # Rows are keyed: MERGEs of different rows need not conflict with concurrent appends.
-        spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl(row_type)}) USING iceberg "
-            "TBLPROPERTIES ('write.merge.isolation-level'='snapshot')"
+        ensure_table(
+            spark, identifier, row_columns(row_type), properties={"write.merge.isolation-level": "snapshot"}
         )
-        existing = set(spark.table(identifier).columns)
-        missing = [part for part in ddl(row_type).split(", ") if part.split(" ")[0] not in existing]
-        if missing:
-            spark.sql(f"ALTER TABLE {identifier} ADD COLUMNS ({', '.join(missing)})")
 
 
 def _complete(spark: SparkSession, identifier: str, row_type: type) -> bool:

@@ -26,7 +26,8 @@ from backfill_platform.pipeline.run_tags import (
     run_properties,
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
-from backfill_platform.pipeline.validation.buckets import bucket_table
+from backfill_platform.pipeline.validation.buckets import failing_bucket_rows
+from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.verdicts import (
     DayVerdict,
     check_evaluations,
@@ -115,7 +116,7 @@ def build_production_asset(
             mismatches = {b: p for b, p in promotion.mismatched_buckets.items() if b[0] == day}
             metadata = {
                 "buckets_differing": len(mismatches),
-                "differences": MetadataValue.md(bucket_table(mismatches, "difference", 20)),
+                "differences": metadata_table(*failing_bucket_rows(mismatches, "difference", 20)),
             }
             verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
         selected = {check.name for check in context.selected_asset_check_keys}

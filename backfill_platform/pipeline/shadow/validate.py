@@ -13,11 +13,12 @@ from pyspark.sql import DataFrame
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,
-    bucket_table,
+    failing_bucket_rows,
     failing_buckets,
     null_keys_of,
 )
-from backfill_platform.pipeline.validation.divergence import compare
+from backfill_platform.pipeline.validation.divergence import Divergence, compare
+from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.schema import pandera_schema, validate_schema
 from backfill_platform.pipeline.validation.verdicts import DayVerdict
@@ -45,7 +46,14 @@ def _by_day(bad: dict[Bucket, str], day: str) -> dict[Bucket, str]:
 
 
 def _sample(bad: dict[Bucket, str], header: str) -> MetadataValue:
-    return MetadataValue.md(bucket_table(bad, header, SAMPLE_BUCKETS))
+    return metadata_table(*failing_bucket_rows(bad, header, SAMPLE_BUCKETS))
+
+
+def _divergence_sample(result: Divergence, day: str) -> MetadataValue:
+    """The day's first differing rows as a table, or why there are none to show."""
+    if day in result.samples:
+        return metadata_table(result.sample_header, result.samples[day])
+    return MetadataValue.text(result.notes.get(day, "no differences"))
 
 
 def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:
@@ -148,7 +156,7 @@ def divergence_check(
             "max_ratio": MetadataValue.float(max_ratio)
             if max_ratio is not None
             else MetadataValue.text("none"),
-            "sample": MetadataValue.md(result.samples.get(day, "no differences")),
+            "sample": _divergence_sample(result, day),
         }
         if max_ratio is not None:
             verdicts.append(DayVerdict(DIVERGENCE, day, p.ratio <= max_ratio, metadata))

@@ -20,7 +20,6 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from backfill_platform.pipeline.validation.checksums import day_fingerprints, hash_sum
-from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.specs.dataset import DatasetSpec
 
 Bucket = tuple[str, int | None]  # (ISO day, hour); the hour is None when the day is the bucket
@@ -183,8 +182,8 @@ def failing_buckets(
     return buckets, bad
 
 
-def bucket_table(bad: dict[Bucket, str], header: str, limit: int) -> str:
-    """Markdown of the first `limit` failing buckets of a day: its hours, or the whole day."""
+def failing_bucket_rows(bad: dict[Bucket, str], header: str, limit: int) -> tuple[list[str], list[list]]:
+    """(header, rows) of the first `limit` failing buckets of a day: its hours, or the whole day."""
     rows = [[bucket_label(b), problem] for b, problem in list(bad.items())[:limit]]
     first = "hour" if all(b[1] is not None for b in bad) else "bucket"
-    return markdown_table([first, header], rows) if rows else "none"
+    return [first, header], rows

@@ -8,7 +8,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.specs.dataset import DatasetSpec
 
 SAMPLE_ROWS = 20
@@ -35,8 +34,10 @@ class PartitionDivergence:
 @dataclass
 class Divergence:
     partitions: dict[str, PartitionDivergence] = field(default_factory=dict)
-    sample_markdown: str = ""  # the first differing rows of the range
-    samples: dict[str, str] = field(default_factory=dict)  # day -> its first differing rows
+    sample_header: list[str] = field(default_factory=list)  # the columns of the samples
+    sample_rows: list[list] = field(default_factory=list)  # the first differing rows of the range
+    samples: dict[str, list[list]] = field(default_factory=dict)  # day -> its first differing rows
+    notes: dict[str, str] = field(default_factory=dict)  # day -> why it has no sample, if it says so
 
     @property
     def diverging(self) -> int:
@@ -78,7 +79,7 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
     # A day production never had is all new rows: saying so needs no sample (and no Spark job).
     for day, partition in result.partitions.items():
         if partition.production_rows == 0 and partition.candidate_rows:
-            result.samples[day] = (
+            result.notes[day] = (
                 f"production has no rows for {day}: all {partition.candidate_rows} rows are new"
             )
     if any(p.diverging and p.production_rows for p in result.partitions.values()):
@@ -97,10 +98,10 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
             .orderBy(*keys)
             .collect()
         )
-        header = list(sample[0].asDict())
+        result.sample_header = list(sample[0].asDict())
         for day in days:
             rows = [list(r) for r in sample if r[spec.partition_column].isoformat() == day]
             if rows and result.partitions[day].production_rows:
-                result.samples[day] = markdown_table(header, rows)
-        result.sample_markdown = markdown_table(header, [list(r) for r in sample[:SAMPLE_ROWS]])
+                result.samples[day] = rows
+        result.sample_rows = [list(r) for r in sample[:SAMPLE_ROWS]]
     return result

@@ -1,0 +1,126 @@
+"""Where a stream's archive is: a local folder confined to the data roots, or an S3 prefix.
+
+A location is checked when the spec loads: an `s3://` prefix must name a valid bucket and a clean prefix,
+and a local folder must resolve (after `..` and symlinks) inside the data directory or a folder of
+BACKFILL_PLATFORM_ARCHIVE_ROOTS, unless the spec says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from backfill_platform import settings
+from backfill_platform.specs.common import SpecModel
+
+# Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
+ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
+
+
+class ArchiveSpec(SpecModel):
+    location: str = Field(
+        description=(
+            "Folder of the archive: absolute, or relative to the data directory; or an S3 prefix "
+            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3)."
+        )
+    )
+    layout: str = Field(
+        default="%Y/%m/%d/%H",
+        description="strftime template of the ingestion-hour folders below the location.",
+    )
+    format: Literal["jsonl"] = Field(default="jsonl", description="One JSON object per line.")
+    compression: Literal["gzip", "none"] = Field(
+        default="gzip", description="`gzip` (`.gz` files) or `none` (plain files)."
+    )
+    allow_outside_data_roots: bool = Field(
+        default=False,
+        description=(
+            "Let `location` resolve outside the data directory and the folders of "
+            f"{ARCHIVE_ROOTS_ENV} (otherwise such a location, e.g. `../../etc` or `/etc`, is refused)."
+        ),
+    )
+    max_line_bytes: int = Field(
+        default=1 << 20,
+        ge=1024,
+        le=256 << 20,
+        description="Longer lines are quarantined as `line_too_long` (their first KiB is kept).",
+    )
+
+    @field_validator("layout")
+    @classmethod
+    def _layout_has_hour(cls, value: str) -> str:
+        for token in ("%Y", "%m", "%d", "%H"):
+            if token not in value:
+                raise ValueError(f"layout {value!r} must contain {token} (hourly ingestion folders)")
+        if ".." in value or value.startswith("/"):
+            raise ValueError(f"layout {value!r} must be a relative path template")
+        return value
+
+    @model_validator(mode="after")
+    def _inside_roots(self) -> ArchiveSpec:
+        if self.s3 is None:
+            check_archive_root(self, settings.data_dir())
+        return self
+
+    @property
+    def s3(self) -> tuple[str, str] | None:
+        """(bucket, key prefix without a trailing `/`) of an `s3://` location; None for a local folder."""
+        return parse_s3_location(self.location)
+
+
+_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# S3's bucket naming rules (general purpose buckets): 3-63 characters, lower-case letters, digits,
+# dots and hyphens, starting and ending with a letter or digit, not an IP address, no `..`.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
+def parse_s3_location(location: str) -> tuple[str, str] | None:
+    """(bucket, prefix) of `s3://bucket/prefix`, validated; None for a local path; other URIs refused."""
+    scheme = _URI_SCHEME.match(location)
+    if scheme is None:
+        return None
+    if scheme.group(1) != "s3":
+        raise ValueError(
+            f"field 'archive.location': {location!r}: only local folders and s3://bucket/prefix are "
+            f"supported, not {scheme.group(1)}://"
+        )
+    bucket, _, prefix = location[len("s3://") :].partition("/")
+    if not _BUCKET.match(bucket) or ".." in bucket or _IP_ADDRESS.match(bucket):
+        raise ValueError(
+            f"field 'archive.location': {bucket!r} is not a valid S3 bucket name (3-63 characters: "
+            "lower-case letters, digits, '.' and '-', starting and ending with a letter or digit)"
+        )
+    prefix = prefix.strip("/")
+    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
+        raise ValueError(f"field 'archive.location': prefix {prefix!r} has an empty, '.' or '..' segment")
+    return bucket, prefix
+
+
+def archive_roots(data_dir: Path) -> list[Path]:
+    extra = [Path(p.strip()) for p in os.environ.get(ARCHIVE_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return [Path(data_dir).resolve(), *(p.resolve() for p in extra)]
+
+
+def check_archive_root(archive: ArchiveSpec, data_dir: Path) -> Path:
+    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots.
+
+    An `s3://` location has no local root: it is refused here (see `parse_s3_location`)."""
+    if parse_s3_location(archive.location) is not None:
+        raise ValueError(f"field 'archive.location': {archive.location!r} is in S3, not a local folder")
+    location = Path(archive.location)
+    root = (location if location.is_absolute() else Path(data_dir) / location).resolve()
+    if archive.allow_outside_data_roots:
+        return root
+    roots = archive_roots(data_dir)
+    if not any(root.is_relative_to(allowed) for allowed in roots):
+        raise ValueError(
+            f"field 'archive.location': {archive.location!r} resolves to {root}, outside the configured "
+            f"data roots ({', '.join(map(str, roots))}); add its folder to {ARCHIVE_ROOTS_ENV} or set "
+            "'archive.allow_outside_data_roots: true'"
+        )
+    return root
