@@ -21,7 +21,7 @@ LAYERS = [
     "faults",
     "specs",
     "lakehouse",
-    "pipeline",  # partitions, the hour -> day mapping, run tags
+    "pipeline",  # partitions, the hour -> day mapping, run tags, the Spark multi-asset
     "pipeline.archive",
     "pipeline.tables",
     "pipeline.validation",
