@@ -21,11 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from dagster import AssetKey, DagsterEventType, DagsterInstance
-from dagster._core.definitions.reconstruct import ReconstructableRepository
-from dagster._core.execution.api import execute_job
+from dagster import AssetKey, DagsterEventType, DagsterInstance, execute_job
 from rich.table import Table
 
+from backfill_platform.dagster_internals import ReconstructableRepository
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.ops import submit
 from backfill_platform.ops.explain import describe
