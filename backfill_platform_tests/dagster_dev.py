@@ -8,7 +8,8 @@ dataset `views_gap_ui` on it. (Not `playback_gap`: test_completeness.py uses tha
 catalog and data directory.) `playback_submitted`/`views_submitted`: a whole copy, which
 test_cli_instance.py backfills through `backfill-platform backfill --instance`.
 
-The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/ops/submit.py`.
+The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/ops/graphql.py` and
+`backfill_platform/ops/submit.py`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import pytest
 import yaml
 
 from backfill_platform import settings
-from backfill_platform.ops import submit
-from backfill_platform.ops.submit import GraphQLClient, SubmitError
+from backfill_platform.ops import graphql, submit
+from backfill_platform.ops.graphql import GraphQLClient, SubmitError
 from backfill_platform.specs.loader import builtin_spec_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -46,10 +47,10 @@ GAP_STREAM = "playback_gap_ui"
 GAP_DATASET = "views_gap_ui"
 GAP_HOUR = ("2026", "10", "03", "05")
 # The GraphQL the UI tests use, from the platform's client (one copy).
-CHECK_EXECUTIONS_QUERY = submit.CHECK_EXECUTIONS_QUERY
-METADATA_ENTRIES = submit.METADATA_ENTRIES
+CHECK_EXECUTIONS_QUERY = graphql.CHECK_EXECUTIONS_QUERY
+METADATA_ENTRIES = graphql.METADATA_ENTRIES
 asset_statuses = submit.asset_statuses
-metadata_values = submit.metadata_values
+metadata_values = graphql.metadata_values
 
 # A whole copy of the playback archive for `backfill --instance` (test_cli_instance.py).
 SUBMIT_STREAM = "playback_submitted"
@@ -136,7 +137,7 @@ def wait_until_loaded(dev: DagsterDev) -> None:
     while time.monotonic() < deadline:
         dev.assert_running()
         try:
-            loaded, errors = submit.workspace_problems(GraphQLClient(dev.base_url, timeout=10))
+            loaded, errors = graphql.workspace_problems(GraphQLClient(dev.base_url, timeout=10))
         except SubmitError as error:
             last = str(error)
         else:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dagster import AssetKey
-from dagster._core.definitions.backfill_policy import BackfillPolicyType
+from dagster import AssetKey, BackfillPolicy
 
 from backfill_platform.definitions import defs
 
@@ -17,7 +16,7 @@ def test_definitions_load_with_archive_to_events_lineage(data_dir):
     assert graph.get(archive).is_observable
     node = graph.get(events)
     assert node.partitions_def.get_partition_keys()[0] == "2026-10-01"
-    assert node.backfill_policy.policy_type == BackfillPolicyType.SINGLE_RUN
+    assert node.backfill_policy == BackfillPolicy.single_run()
     assert {"spark", "iceberg"} <= set(node.kinds)
     checks = {key.name for key in graph.asset_check_keys if key.asset_key == events}
     assert checks == {"reconciliation", "quarantine_ratio", "schema", "records_present", "settled"}
@@ -48,3 +47,26 @@ def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
     assert graph.get(v1).group_name == "views_per_title_other_versions"
     assert {k.name for k in graph.asset_check_keys if k.asset_key == production} == {"promotion_verified"}
     assert definitions.get_job_def("revert_promotion_job") is not None
+
+
+def test_the_three_table_assets_share_one_partitioned_spark_shape(data_dir):
+    """Events, shadows and production: daily partitions, per-day blocking checks, one Spark run per range."""
+    definitions = defs()
+    graph = definitions.resolve_asset_graph()
+    pools = {
+        AssetKey(["raw", "playback_events"]): "ingest_playback",
+        AssetKey(["shadow", "views_per_title__v1"]): None,
+        AssetKey(["shadow", "views_per_title__v2"]): None,
+        AssetKey(["prod", "views_per_title_production"]): "promote_views_per_title",
+    }
+    for key, pool in pools.items():
+        node, assets = graph.get(key), definitions.get_assets_def(key)
+        assert node.partitions_def.get_partition_keys()[0] == "2026-10-01"
+        assert node.backfill_policy == BackfillPolicy.single_run()
+        assert set(node.kinds) == {"spark", "iceberg"}
+        assert assets.can_subset and assets.op.pool == pool
+        assert [spec.skippable for spec in assets.specs] == [True]
+        specs = [graph.get_check_spec(k) for k in graph.asset_check_keys if k.asset_key == key]
+        assert specs, f"no check on {key.to_user_string()}"
+        assert all(s.blocking and s.partitions_def == node.partitions_def and s.description for s in specs)
+        assert {s.key for s in specs} == set(assets.check_keys)

@@ -1,4 +1,5 @@
-"""The tree reads as the design: packages import only from packages before them, and never in a cycle.
+"""The tree reads as the design: packages import only from packages before them, and never in a cycle;
+private Dagster APIs come through one module.
 
 Read from the source with `ast` (no import runs), so a function-level import counts as much as a
 top-level one.
@@ -10,7 +11,10 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import dagster
+
 import backfill_platform
+from backfill_platform import dagster_internals
 
 PACKAGE = Path(backfill_platform.__file__).parent
 # Groups whose sub-packages are units of their own (pipeline.events, orchestration.runs, ...).
@@ -18,10 +22,11 @@ GROUPS = ("pipeline", "orchestration", "devtools")
 # Bottom to top: each unit may import only units before it (and itself).
 LAYERS = [
     "settings",
+    "dagster_internals",  # every private Dagster import, each with its reason
     "faults",
     "specs",
     "lakehouse",
-    "pipeline",  # partitions, the hour -> day mapping, run tags
+    "pipeline",  # partitions, the hour -> day mapping, run tags, the Spark multi-asset
     "pipeline.archive",
     "pipeline.tables",
     "pipeline.validation",
@@ -120,3 +125,28 @@ def test_no_import_cycle_between_packages() -> None:
 
     cycles = sorted(f"{a} <-> {b}" for a in list(graph) for b in graph[a] if reaches(b, a))
     assert cycles == []
+
+
+def test_private_dagster_apis_come_through_one_module() -> None:
+    """`dagster._...` only in `dagster_internals.py`, where each import says why no public API does it."""
+    private: dict[str, list[str]] = defaultdict(list)
+    scanned = 0
+    for path in PACKAGE.rglob("*.py"):
+        scanned += 1
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            private[str(path.relative_to(PACKAGE))] += [n for n in names if n.startswith("dagster._")]
+    assert scanned > 50, "no module scanned"
+    assert private.pop("dagster_internals.py"), "dagster_internals.py imports nothing private: remove it"
+    assert {path: names for path, names in private.items() if names} == {}
+
+
+def test_what_dagster_internals_lists_is_still_private() -> None:
+    """A name the installed Dagster now exports belongs in a public import instead."""
+    assert dagster_internals.__all__
+    assert [name for name in dagster_internals.__all__ if hasattr(dagster, name)] == []

@@ -123,16 +123,11 @@ def backfill(
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
     """
-    from backfill_platform.ops.backfill import (
-        POLICIES,
-        BackfillRequest,
-        problem_lines,
-        report_table,
-        run_backfill,
-        submit_backfill,
-    )
+    from backfill_platform.ops.backfill import POLICIES, BackfillRequest, problem_lines, report_table
+    from backfill_platform.ops.graphql import SubmitError
+    from backfill_platform.ops.in_process import run_backfill
     from backfill_platform.ops.progress import backfill_update, progress_display, step_update
-    from backfill_platform.ops.submit import SubmitError
+    from backfill_platform.ops.submit import submit_backfill
     from backfill_platform.orchestration.instance import instance_from_env
     from backfill_platform.specs.loader import load_specs
 

@@ -1,48 +1,23 @@
 """A backfill submitted to a running Dagster webserver (`backfill --instance URL`), over its GraphQL API.
 
 The same calls the UI makes: `launchPartitionBackfill` with the request's asset keys and days, polled
-with `partitionBackfillOrError` until the daemon marks it done; then each run's check evaluations and
-step failures from `logsForRun`, so the per-day report needs no access to the instance's storage (it
-may be remote). `dagster_graphql.DagsterGraphQLClient` submits jobs but not partition backfills, hence
-this small client (stdlib only). The end-to-end tests use the same queries (`backfill_platform_tests/
-dagster_dev.py`).
+with `partitionBackfillOrError` until the daemon marks it done, with its progress; then the same report
+as a run in this process, read back from each run's `logsForRun` (`ops/read_back.py`), so it needs no
+access to the instance's storage (it may be remote). The client is `ops/graphql.py`.
 """
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
+
+from backfill_platform.ops.backfill import BackfillOutcome, BackfillRequest
+from backfill_platform.ops.graphql import GraphQLClient, SubmitError, missing_assets, wait_until_loaded
+from backfill_platform.ops.read_back import events_over_graphql, read_back
 
 TERMINAL_BACKFILL_STATUSES = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
-
-WORKSPACE_QUERY = """
-query Workspace {
-  workspaceOrError {
-    __typename
-    ... on Workspace {
-      locationEntries {
-        name
-        loadStatus
-        locationOrLoadError {
-          __typename
-          ... on PythonError { message stack }
-        }
-      }
-    }
-    ... on PythonError { message stack }
-  }
-}
-"""
-
-ASSET_NODES_QUERY = """
-query AssetNodes($assetKeys: [AssetKeyInput!]) {
-  assetNodes(assetKeys: $assetKeys) { assetKey { path } }
-}
-"""
 
 LAUNCH_MUTATION = """
 mutation Launch($params: LaunchBackfillParams!) {
@@ -90,153 +65,6 @@ query Backfill($backfillId: String!) {
   }
 }
 """
-
-METADATA_ENTRIES = """
-metadataEntries {
-  __typename
-  label
-  ... on IntMetadataEntry { intRepr }
-  ... on FloatMetadataEntry { floatValue }
-  ... on TextMetadataEntry { text }
-  ... on BoolMetadataEntry { boolValue }
-  ... on MarkdownMetadataEntry { mdStr }
-  ... on JsonMetadataEntry { jsonString }
-}
-"""
-
-CHECK_EXECUTIONS_QUERY = f"""
-query CheckExecutions($assetKey: AssetKeyInput!, $checkName: String!, $partition: String, $limit: Int!) {{
-  assetCheckExecutions(assetKey: $assetKey, checkName: $checkName, partition: $partition, limit: $limit) {{
-    runId
-    status
-    partition
-    evaluation {{
-      success
-      partition
-      severity
-      {METADATA_ENTRIES}
-    }}
-  }}
-}}
-"""
-
-# A run's check evaluations and step failures (what `read_back` takes from a local event log).
-RUN_EVENTS_QUERY = f"""
-query RunEvents($runId: ID!, $afterCursor: String, $limit: Int) {{
-  logsForRun(runId: $runId, afterCursor: $afterCursor, limit: $limit) {{
-    __typename
-    ... on EventConnection {{
-      cursor
-      hasMore
-      events {{
-        __typename
-        ... on AssetCheckEvaluationEvent {{
-          evaluation {{
-            assetKey {{ path }}
-            checkName
-            success
-            severity
-            partition
-            {METADATA_ENTRIES}
-          }}
-        }}
-        ... on ExecutionStepFailureEvent {{
-          stepKey
-          error {{ message cause {{ message cause {{ message }} }} }}
-          failureMetadata {{ description }}
-        }}
-      }}
-    }}
-    ... on Error {{ message }}
-    ... on PythonError {{ stack }}
-  }}
-}}
-"""
-
-
-class SubmitError(RuntimeError):
-    """The webserver did not answer, refused the request, or cannot run these assets."""
-
-
-@dataclass(frozen=True)
-class GraphQLClient:
-    """POSTs GraphQL to `<url>/graphql`; any transport or GraphQL error becomes a `SubmitError`."""
-
-    url: str
-    timeout: float = 30
-
-    @property
-    def base_url(self) -> str:
-        return self.url.rstrip("/").removesuffix("/graphql")
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.base_url}/graphql"
-
-    def query(self, query: str, variables: dict | None = None, timeout: float | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            self.endpoint, data=body, headers={"Content-Type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            detail = error.read()[:300].decode(errors="replace")
-            raise SubmitError(f"{self.endpoint} answered HTTP {error.code}: {detail}") from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise SubmitError(f"no Dagster webserver answers at {self.base_url}: {reason}") from None
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            raise SubmitError(f"{self.endpoint} did not answer GraphQL: {raw[:200]!r}") from None
-        if payload.get("errors"):
-            messages = "; ".join(str(e.get("message", e)) for e in payload["errors"])
-            raise SubmitError(f"GraphQL error from {self.endpoint}: {messages}")
-        return payload["data"]
-
-
-def workspace_problems(client: GraphQLClient) -> tuple[bool, list[str]]:
-    """(every code location finished loading, the load errors of those that failed)."""
-    workspace = client.query(WORKSPACE_QUERY)["workspaceOrError"]
-    if workspace["__typename"] != "Workspace":
-        return True, [workspace.get("message", workspace["__typename"])]
-    entries = workspace.get("locationEntries") or []
-    loaded = bool(entries) and all(e["loadStatus"] == "LOADED" for e in entries)
-    errors = [
-        f"code location {e['name']!r} failed to load: {_first_line(e['locationOrLoadError'].get('message'))}"
-        for e in entries
-        if (e.get("locationOrLoadError") or {}).get("__typename") == "PythonError"
-    ]
-    return loaded, errors
-
-
-def _first_line(message: str | None) -> str:
-    lines = (message or "").strip().splitlines()
-    return lines[0][:400] if lines else "(no message)"
-
-
-def wait_until_loaded(client: GraphQLClient, timeout: float = 180, poll: float = 1) -> None:
-    """Until every code location is LOADED; a location that failed to load raises at once."""
-    deadline = time.monotonic() + timeout
-    while True:
-        loaded, errors = workspace_problems(client)
-        if errors:
-            raise SubmitError("; ".join(errors))
-        if loaded:
-            return
-        if time.monotonic() > deadline:
-            raise SubmitError(f"the code locations at {client.base_url} did not load in {timeout:.0f}s")
-        time.sleep(poll)
-
-
-def missing_assets(client: GraphQLClient, asset_paths: list[list[str]]) -> list[str]:
-    """The asset keys (`a/b`) no code location of the webserver defines."""
-    keys = [{"path": path} for path in asset_paths]
-    nodes = client.query(ASSET_NODES_QUERY, {"assetKeys": keys})["assetNodes"]
-    found = {"/".join(node["assetKey"]["path"]) for node in nodes}
-    return ["/".join(path) for path in asset_paths if "/".join(path) not in found]
 
 
 def launch_backfill(
@@ -340,49 +168,49 @@ def progress_of(backfill: dict) -> BackfillProgress:
     )
 
 
-def metadata_values(entries: list[dict]) -> dict:
-    """Label -> plain value (ints as int) of GraphQL metadata entries."""
-    fields = {
-        "FloatMetadataEntry": "floatValue",
-        "TextMetadataEntry": "text",
-        "BoolMetadataEntry": "boolValue",
-        "MarkdownMetadataEntry": "mdStr",
-        "JsonMetadataEntry": "jsonString",
-    }
-    values = {}
-    for entry in entries:
-        kind = entry["__typename"]
-        if kind == "IntMetadataEntry":
-            values[entry["label"]] = int(entry["intRepr"])
-        else:
-            field = fields.get(kind)
-            values[entry["label"]] = entry.get(field) if field else kind
-    return values
+def submit_backfill(
+    request: BackfillRequest,
+    url: str,
+    on_progress: Callable[[BackfillProgress], None] | None = None,
+    poll: float = 3,
+) -> BackfillOutcome:
+    """Launch the request as a Dagster asset backfill on the webserver at `url`, wait until the daemon
+    marks it done, and read it back: each run's failed checks and step failures over GraphQL (the
+    instance may be remote), each day's ledger rows through PyIceberg (this process's catalog)."""
+    if not request.days:
+        raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
+    client = GraphQLClient(url)
+    wait_until_loaded(client, timeout=60)
+    paths = [list(key.path) for key in request.asset_keys()]
+    missing = missing_assets(client, paths)
+    if missing:
+        raise SubmitError(
+            f"no code location at {client.base_url} defines {', '.join(missing)}: does the webserver load "
+            f"dataset {request.dataset.name!r} and stream {request.stream.name!r} (its BACKFILL_PLATFORM_SPECS)?"
+        )
+    # The daemon sets each run's partition range itself; the backfill carries reason, ticket and policy.
+    tags = {k: v for k, v in request.tags().items() if not k.startswith("dagster/")}
+    what = "dry run" if request.dry_run else "backfill"
+    last = request.end - timedelta(days=1)
+    title = f"{request.dataset.name} {request.dataset.active_version} {what} {request.start}…{last}"
+    backfill_id = launch_backfill(
+        client, paths, [d.isoformat() for d in request.days], title=title, tags=tags
+    )
+    seen: list[BackfillProgress] = []
 
+    def polled(state: dict) -> None:
+        progress = progress_of(state)
+        if on_progress is not None and (not seen or progress != seen[-1]):
+            on_progress(progress)
+        seen.append(progress)
 
-def run_events(client: GraphQLClient, run_id: str, page: int = 1000) -> list[dict]:
-    """The run's check evaluations and step failures (other events come back as bare `__typename`s)."""
-    events: list[dict] = []
-    cursor = None
-    while True:
-        variables = {"runId": run_id, "afterCursor": cursor, "limit": page}
-        answer = client.query(RUN_EVENTS_QUERY, variables)["logsForRun"]
-        if answer["__typename"] != "EventConnection":
-            raise SubmitError(f"run {run_id}: {answer.get('message') or answer['__typename']}")
-        events += [e for e in answer["events"] if len(e) > 1]
-        if not answer["hasMore"] or not answer["events"]:
-            return events
-        cursor = answer["cursor"]
-
-
-def failure_text(event: dict) -> str:
-    """The user's exception (innermost cause), else the failure's description, on one line."""
-    description = (event.get("failureMetadata") or {}).get("description")
-    if description:
-        return description
-    error, message = event.get("error"), ""
-    while error is not None:
-        message = error.get("message") or message
-        error = error.get("cause")
-    message = message.strip()
-    return message.splitlines()[0][:400] if message else "failed"
+    backfill = wait_for_backfill(client, backfill_id, poll=poll, on_poll=polled)
+    runs = backfill.get("runs") or []
+    success = backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS") and bool(runs)
+    success = success and all(r["status"] == "SUCCESS" for r in runs)
+    error = backfill.get("error")
+    failures = [f"backfill: {error.get('message', '').strip()[:400]}"] if error else []
+    run_ids = tuple(r["runId"] for r in runs)
+    shown = run_ids[0] if len(run_ids) == 1 else backfill_id
+    events = [events_over_graphql(client, run_id) for run_id in run_ids]
+    return read_back(request, events, shown, success, failures, run_ids or ("-",), backfill_id)

@@ -23,22 +23,24 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from dagster import (
+    DagsterInvalidDefinitionError,
     PartitionMapping,
     PartitionsDefinition,
     TimeWindow,
     TimeWindowPartitionsDefinition,
     partition_loading_context,
 )
-from dagster._core.definitions.partitions.mapping.partition_mapping import UpstreamPartitionsResult
-from dagster._core.definitions.partitions.subset.all import AllPartitionsSubset
-from dagster._core.definitions.partitions.subset.partitions_subset import PartitionsSubset
-from dagster._core.definitions.partitions.subset.time_window import TimeWindowPartitionsSubset
-from dagster._core.errors import DagsterInvalidDefinitionError
 
+from backfill_platform.dagster_internals import (
+    AllPartitionsSubset,
+    PartitionsSubset,
+    TimeWindowPartitionsSubset,
+    UpstreamPartitionsResult,
+)
 from backfill_platform.specs.stream import StreamSpec
 
 if TYPE_CHECKING:
-    from dagster._core.instance import DynamicPartitionsStore
+    from backfill_platform.dagster_internals import DynamicPartitionsStore
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)

@@ -172,10 +172,14 @@ class StreamSpec(SpecModel):
     @field_validator("archive_observation_cron")
     @classmethod
     def _valid_cron(cls, value: str) -> str:
-        from dagster._utils.schedules import is_valid_cron_schedule
+        from dagster import AutomationCondition
 
-        if not is_valid_cron_schedule(value):
-            raise ValueError(f"{value!r} is not a valid cron schedule, e.g. '0 * * * *'")
+        # The condition this cron feeds (`archive_observation_condition`) validates it as Dagster
+        # schedules do; it raises Dagster's own (private) check error, hence the broad except.
+        try:
+            AutomationCondition.cron_tick_passed(value, "UTC")
+        except Exception:
+            raise ValueError(f"{value!r} is not a valid cron schedule, e.g. '0 * * * *'") from None
         return value
 
     @model_validator(mode="after")

@@ -9,10 +9,22 @@ from __future__ import annotations
 
 import shutil
 import time
+import warnings
 from datetime import date, timedelta
 
-from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, TableMetadataValue, materialize
-from dagster._core.definitions.observe import observe  # not re-exported by dagster 1.13
+from dagster import (
+    AssetCheckSeverity,
+    AssetKey,
+    AssetsDefinition,
+    AssetSelection,
+    BetaWarning,
+    DagsterInstance,
+    Definitions,
+    ExecuteInProcessResult,
+    TableMetadataValue,
+    define_asset_job,
+    materialize,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -59,6 +71,15 @@ def reset_lakehouse() -> None:
         path.unlink(missing_ok=True)
     for folder in (data / "warehouse", data / "archive"):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def observe(assets: list[AssetsDefinition], **kwargs) -> ExecuteInProcessResult:
+    """One in-process run observing `assets`: what Dagster's `observe` does (not exported by 1.13)."""
+    with warnings.catch_warnings():  # `include_sources` is beta; `observe` silences it too
+        warnings.simplefilter("ignore", BetaWarning)
+        sources = AssetSelection.all(include_sources=True)
+    job = define_asset_job("in_process_observation_job", selection=sources)
+    return Definitions(assets=assets, jobs=[job]).resolve_job_def(job.name).execute_in_process(**kwargs)
 
 
 def run_demo(start: date, days: int, events_per_day: int) -> None:

@@ -17,10 +17,10 @@ from dagster import (
     AutomationContext,
     AutomationResult,
     DagsterInstance,
+    RunRecord,
 )
-from dagster._core.events import RunFailureReason
-from dagster._core.storage.dagster_run import RunRecord
-from dagster._core.storage.tags import RUN_FAILURE_REASON_TAG
+
+from backfill_platform.dagster_internals import RUN_FAILURE_REASON_TAG, RunFailureReason
 
 
 def latest_attempt(instance: DagsterInstance, key: AssetKey, day: str) -> RunRecord | None:

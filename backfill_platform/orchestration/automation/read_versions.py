@@ -21,8 +21,8 @@ from dagster import (
     DagsterEventType,
     DagsterInstance,
 )
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
+from backfill_platform.dagster_internals import DATA_VERSION_TAG
 from backfill_platform.pipeline.events.read_record import day_start, decode_read, read_version, window_hours
 from backfill_platform.specs.stream import StreamSpec
 

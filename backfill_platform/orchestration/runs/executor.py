@@ -1,5 +1,8 @@
 """The code location's executor: Dagster's in-process executor, plus what a run owes the others.
 
+It wraps the executor `in_process_executor` creates (same name, same config), so it needs no private
+Dagster class.
+
 Before any step, the run records its worker (host, pid, start time) as a run tag, so a dead run can be
 told from a slow one (`workers.py`). On the embedded tier it then takes the catalog's writer lock for
 the whole run (`catalog_lock.py`). When a step is blocked by a pool, it says which run holds the slot,
@@ -11,13 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dagster import DagsterEvent, DagsterEventType, executor
-from dagster._core.definitions.executor_definition import IN_PROC_CONFIG
-from dagster._core.events import EngineEventData
-from dagster._core.execution.retries import RetryMode
-from dagster._core.execution.step_dependency_config import StepDependencyConfig
-from dagster._core.executor.in_process import InProcessExecutor
+from dagster import DagsterEvent, DagsterEventType, Executor, executor, in_process_executor
 
+from backfill_platform.dagster_internals import EngineEventData
 from backfill_platform.orchestration.runs.catalog_lock import catalog_writer
 from backfill_platform.orchestration.runs.reaper import reap_dead_runs, reap_pool_holders
 from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
@@ -25,10 +24,20 @@ from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
 BLOCKED_PREFIXES = ("Step blocked by limit for pool", "Step still blocked by limit for pool")
 
 
-class FencedInProcessExecutor(InProcessExecutor):
-    def __init__(self, jdbc_uri: str, **kwargs) -> None:
-        super().__init__(**kwargs)
+class FencedInProcessExecutor(Executor):
+    """Runs the steps with `inner` (Dagster's in-process executor), fenced as described above."""
+
+    def __init__(self, inner: Executor, jdbc_uri: str) -> None:
+        self.inner = inner
         self.jdbc_uri = jdbc_uri
+
+    @property
+    def retries(self):
+        return self.inner.retries
+
+    @property
+    def step_dependency_config(self):
+        return self.inner.step_dependency_config
 
     def execute(self, plan_context, execution_plan) -> Iterator[DagsterEvent]:
         instance, run = plan_context.instance, plan_context.dagster_run
@@ -45,7 +54,7 @@ class FencedInProcessExecutor(InProcessExecutor):
             say(f"failed {len(reaped)} dead run(s) of this host and freed their slots: {', '.join(reaped)}")
 
         with catalog_writer(self.jdbc_uri, {"run": run.run_id, "job": run.job_name}, say=say):
-            for event in super().execute(plan_context, execution_plan):
+            for event in self.inner.execute(plan_context, execution_plan):
                 yield event
                 pool = _blocked_pool(event)
                 if pool:
@@ -82,13 +91,9 @@ def _explain_wait(plan_context, pool: str) -> DagsterEvent:
 def fenced_in_process_executor(jdbc_uri: str):
     """An executor definition named `in_process` (same config as Dagster's), fenced as described above."""
 
-    @executor(name="in_process", config_schema=IN_PROC_CONFIG)
+    @executor(name="in_process", config_schema=in_process_executor.config_schema)
     def _executor(init_context) -> FencedInProcessExecutor:
-        config = init_context.executor_config
-        return FencedInProcessExecutor(
-            jdbc_uri=jdbc_uri,
-            retries=RetryMode.from_config(config["retries"]),
-            step_dependency_config=StepDependencyConfig.from_config(config.get("step_dependency_config")),
-        )
+        inner = in_process_executor.executor_creation_fn(init_context)
+        return FencedInProcessExecutor(inner, jdbc_uri)
 
     return _executor

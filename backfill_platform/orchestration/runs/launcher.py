@@ -12,9 +12,9 @@ worker each run records (`workers.py`); the daemon then marks a dead run failed 
 
 from __future__ import annotations
 
-from dagster import DagsterRun
-from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, WorkerStatus
+from dagster import DagsterRun, DefaultRunLauncher
 
+from backfill_platform.dagster_internals import CheckRunHealthResult, WorkerStatus
 from backfill_platform.orchestration.runs.reaper import dead_run_message
 from backfill_platform.orchestration.runs.workers import Liveness, RunWorker
 

@@ -3,16 +3,7 @@
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from dagster import (
-    AssetCheckSpec,
-    AssetDep,
-    AssetExecutionContext,
-    AssetKey,
-    AssetsDefinition,
-    AssetSpec,
-    AutomationCondition,
-    multi_asset,
-)
+from dagster import AssetDep, AssetExecutionContext, AssetKey, AssetsDefinition, AutomationCondition
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
@@ -41,8 +32,8 @@ from backfill_platform.pipeline.events.ingest import (
 from backfill_platform.pipeline.events.read_record import read_observations
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
-from backfill_platform.pipeline.partitions import backfill_policy, event_partitions
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
+from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.checksums import day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.pipeline.validation.verdicts import day_outcomes, failed_days
@@ -58,44 +49,27 @@ def build_events_asset(
 ) -> AssetsDefinition:
     """The stream's events table; `automation_condition` is the daily refresh's (orchestration/)."""
     key = events_key(spec)
-    partitions = event_partitions(spec)
 
-    @multi_asset(
-        name=key.to_python_identifier(),
-        specs=[
-            AssetSpec(
-                key,
-                deps=[
-                    AssetDep(archive_key(spec), partition_mapping=ArchiveReadWindowMapping.for_stream(spec))
-                ],
-                partitions_def=partitions,
-                # A day that fails a blocking check is not materialized (see pipeline/validation/verdicts.py).
-                skippable=True,
-                automation_condition=automation_condition,
-                group_name=spec.name,
-                kinds={"spark", "iceberg"},
-                owners=[spec.owner],
-                description=(
-                    f"`{spec.name}` events, one row per event id, in Iceberg table "
-                    f"`{RAW_NAMESPACE}.{spec.events_table}` partitioned by event-time day. A day reads every "
-                    f"ingestion hour that can hold its events (clock skew {spec.clock_skew}, allowed lateness "
-                    f"{spec.allowed_lateness}), upcasts every schema version to the latest, keeps the earliest "
-                    "delivery of each id and sends what cannot be parsed or is outside the lateness horizon to "
-                    f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
-                    "exactly that range in one commit. Each day is checked on its own; a day is only "
-                    "materialized once it passed, and only once it is settled (its lateness horizon passed "
-                    "and no ingestion hour is missing)."
-                ),
-                metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
-            )
-        ],
-        check_specs=[
-            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
-            for name, text in CHECK_DESCRIPTIONS.items()
-        ],
-        # Makes the check outputs optional: verdicts are reported per day as check evaluations.
-        can_subset=True,
-        backfill_policy=backfill_policy(spec.max_partitions_per_run),
+    @partitioned_spark_asset(
+        key,
+        spec,
+        deps=[AssetDep(archive_key(spec), partition_mapping=ArchiveReadWindowMapping.for_stream(spec))],
+        checks=CHECK_DESCRIPTIONS,
+        automation_condition=automation_condition,
+        group_name=spec.name,
+        owner=spec.owner,
+        description=(
+            f"`{spec.name}` events, one row per event id, in Iceberg table "
+            f"`{RAW_NAMESPACE}.{spec.events_table}` partitioned by event-time day. A day reads every "
+            f"ingestion hour that can hold its events (clock skew {spec.clock_skew}, allowed lateness "
+            f"{spec.allowed_lateness}), upcasts every schema version to the latest, keeps the earliest "
+            "delivery of each id and sends what cannot be parsed or is outside the lateness horizon to "
+            f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
+            "exactly that range in one commit. Each day is checked on its own; a day is only "
+            "materialized once it passed, and only once it is settled (its lateness horizon passed "
+            "and no ingestion hour is missing)."
+        ),
+        metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
         # Events and quarantine of a window are two commits: one ingestion of a stream at a time, so two
         # overlapping runs never leave a day with one run's events and the other's quarantine.
         pool=f"ingest_{spec.name}",

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 from dagster import AssetKey, AssetObservation
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
+from backfill_platform.dagster_internals import DATA_VERSION_TAG
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours, manifest_fingerprint
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.pipeline.partitions import DAY, HOUR_KEY

@@ -3,21 +3,18 @@
 from collections.abc import Iterator
 
 from dagster import (
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
     AssetsDefinition,
-    AssetSpec,
     AutomationCondition,
     Failure,
     MetadataValue,
-    multi_asset,
 )
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
-from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, window_days
+from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
@@ -26,6 +23,7 @@ from backfill_platform.pipeline.run_tags import (
     run_properties,
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
+from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.buckets import failing_bucket_rows
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.verdicts import (
@@ -50,43 +48,24 @@ def build_production_asset(
 ) -> AssetsDefinition:
     key = production_key(spec)
     version = spec.active_version
-    partitions = event_partitions(stream)
 
-    @multi_asset(
-        name=key.to_python_identifier(),
-        specs=[
-            AssetSpec(
-                key,
-                deps=[shadow_key(spec, version)],
-                partitions_def=partitions,
-                # Only promoted days are materialized; refused or held-back days are not.
-                skippable=True,
-                automation_condition=automation_condition,
-                group_name=spec.name,
-                kinds={"spark", "iceberg"},
-                owners=[spec.owner],
-                description=(
-                    f"Production `{spec.name}`, what consumers read: {spec.description} Changed only by "
-                    f"promotion — one Iceberg commit that replaces the range with the validated partitions of "
-                    f"shadow {version}. Refuses days whose blocking checks did not pass on the shadow's "
-                    "current data, or whose events changed since. One bad day holds back the whole range, "
-                    f"unless the run tag `{PROMOTION_POLICY_TAG}` is `{PER_DAY}`: then the validated days are "
-                    "promoted in one commit and the others are held back and reported."
-                ),
-                metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
-            )
-        ],
-        check_specs=[
-            AssetCheckSpec(
-                PROMOTION_VERIFIED,
-                asset=key,
-                blocking=True,
-                partitions_def=partitions,
-                description="production equals the shadow, bucket by bucket, after the promotion",
-            )
-        ],
-        can_subset=True,
-        backfill_policy=backfill_policy(stream.max_partitions_per_run),
+    @partitioned_spark_asset(
+        key,
+        stream,
+        deps=[shadow_key(spec, version)],
+        checks={PROMOTION_VERIFIED: "production equals the shadow, bucket by bucket, after the promotion"},
+        automation_condition=automation_condition,
+        group_name=spec.name,
+        owner=spec.owner,
+        description=(
+            f"Production `{spec.name}`, what consumers read: {spec.description} Changed only by "
+            f"promotion — one Iceberg commit that replaces the range with the validated partitions of "
+            f"shadow {version}. Refuses days whose blocking checks did not pass on the shadow's "
+            "current data, or whose events changed since. One bad day holds back the whole range, "
+            f"unless the run tag `{PROMOTION_POLICY_TAG}` is `{PER_DAY}`: then the validated days are "
+            "promoted in one commit and the others are held back and reported."
+        ),
+        metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
         # One promotion per table at a time: a backfill and a live refresh queue instead of racing.
         pool=f"promote_{spec.name}",
     )

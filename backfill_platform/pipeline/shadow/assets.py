@@ -4,15 +4,12 @@ from collections.abc import Iterator, Mapping
 from datetime import date
 
 from dagster import (
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
-    AssetSpec,
     AutomationCondition,
     Config,
     Failure,
-    multi_asset,
 )
 from pydantic import Field
 
@@ -28,13 +25,14 @@ from backfill_platform.lakehouse.tables import (
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, record_validation
-from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, window_days
+from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
 from backfill_platform.pipeline.shadow.validate import (
     CHECK_DESCRIPTIONS,
     MAX_DIVERGENCE_TAG,
     validate_shadow,
 )
+from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.tables.dataset_tables import (
     conform,
     ensure_dataset_table,
@@ -94,41 +92,25 @@ def build_shadow_asset(
     transform = version_spec.load_transform()
     is_active = version == spec.active_version
     active = " (active: feeds production)" if is_active else ""
-    partitions = event_partitions(stream)
 
-    @multi_asset(
-        name=key.to_python_identifier(),
-        specs=[
-            AssetSpec(
-                key,
-                deps=[events_key(stream)],
-                partitions_def=partitions,
-                # A day that fails a blocking check is not materialized (see pipeline/validation/verdicts.py).
-                skippable=True,
-                automation_condition=automation_condition,
-                # Other versions sit in a group of their own, out of the production path's
-                # "Materialize all".
-                group_name=spec.name if is_active else f"{spec.name}_other_versions",
-                kinds={"spark", "iceberg"},
-                owners=[spec.owner],
-                description=(
-                    f"Shadow of `{spec.name}` computed by version **{version}**{active}: "
-                    f"{version_spec.description} Transform `{version_spec.transform}` over the "
-                    f"`{stream.name}` events of the range, written to "
-                    f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
-                    f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
-                    "production is promoted from it."
-                ),
-                metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
-            )
-        ],
-        check_specs=[
-            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
-            for name, text in CHECK_DESCRIPTIONS.items()
-        ],
-        # Makes the check outputs optional: verdicts are reported per day as check evaluations.
-        can_subset=True,
-        backfill_policy=backfill_policy(stream.max_partitions_per_run),
+    @partitioned_spark_asset(
+        key,
+        stream,
+        deps=[events_key(stream)],
+        checks=CHECK_DESCRIPTIONS,
+        automation_condition=automation_condition,
+        # Other versions sit in a group of their own, out of the production path's "Materialize all".
+        group_name=spec.name if is_active else f"{spec.name}_other_versions",
+        owner=spec.owner,
+        description=(
+            f"Shadow of `{spec.name}` computed by version **{version}**{active}: "
+            f"{version_spec.description} Transform `{version_spec.transform}` over the "
+            f"`{stream.name}` events of the range, written to "
+            f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
+            f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
+            "production is promoted from it."
+        ),
+        metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
     )
     def _shadow(
         context: AssetExecutionContext, config: ShadowConfig, spark: SparkIcebergResource

@@ -24,9 +24,8 @@ from dagster import (
     MaterializeResult,
     Output,
 )
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,  # not re-exported by dagster 1.13
-)
+
+from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,57 @@
+"""A backfill run in this process: the code location's asset job for the range, as one Dagster run.
+
+The run executes the location's asset job (`backfill_platform.definitions`) with the location's own
+executor (worker tag, catalog writer lock, pool waits), recorded in the Dagster instance of
+`DAGSTER_HOME`: the same run the UI shows, with the same tags a UI backfill would carry. Progress: a
+watcher thread reads the run's step events from the instance as they are stored (`ops/progress.py`).
+The report is then read back from the run's event log and the ledger (`ops/read_back.py`).
+
+Without DAGSTER_HOME, the instance is `<BACKFILL_PLATFORM_DATA>/dagster` (`orchestration/instance.py`),
+so a second data directory has its own run history.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from dagster import DagsterInstance, execute_job
+
+from backfill_platform.dagster_internals import ReconstructableRepository
+from backfill_platform.ops.backfill import BackfillOutcome, BackfillRequest
+from backfill_platform.ops.progress import StepProgress, StepWatcher
+from backfill_platform.ops.read_back import events_in_log, read_back
+
+DEFINITIONS_MODULE = "backfill_platform.definitions"
+
+
+def run_backfill(
+    request: BackfillRequest,
+    instance: DagsterInstance,
+    on_step: Callable[[StepProgress], None] | None = None,
+) -> BackfillOutcome:
+    """Run the request's assets for its range as one run of the location's asset job; read it back."""
+    if not request.days:
+        raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
+    keys = request.asset_keys()
+    repository = ReconstructableRepository.for_module(DEFINITIONS_MODULE, "defs", os.getcwd())
+    job = repository.get_definition().get_implicit_job_def_for_assets(keys)
+    if job is None:
+        raise ValueError(f"no asset job holds {', '.join(k.to_user_string() for k in keys)}")
+    run_config = {"loggers": {"console": {"config": {"log_level": request.log_level}}}}
+    watcher = StepWatcher(instance, request.tags(), on_step) if on_step else None
+    if watcher:
+        watcher.start()
+    try:
+        with execute_job(
+            repository.get_reconstructable_job(job.name),
+            instance=instance,
+            run_config=run_config,
+            tags=request.tags(),
+            asset_selection=keys,
+        ) as result:
+            run_id, success = result.run_id, result.success
+    finally:
+        if watcher:
+            watcher.stop()
+    return read_back(request, [events_in_log(instance, run_id)], run_id, success)

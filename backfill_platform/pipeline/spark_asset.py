@@ -1,0 +1,74 @@
+"""The partitioned Spark multi-asset of every stage: one Iceberg table, its per-day checks, one policy.
+
+The events, shadow and production assets each write a range of event days with Spark and judge every
+day on its own. What they share is declared here once: the stream's daily partitions (for the table and
+each check), blocking checks reported per day, days that are skipped when they fail, subsetting and the
+backfill policy. Each stage passes only what differs: its key, parents, checks, texts and pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from dagster import (
+    AssetCheckSpec,
+    AssetDep,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    AutomationCondition,
+    multi_asset,
+)
+
+from backfill_platform.pipeline.partitions import backfill_policy, event_partitions
+from backfill_platform.specs.stream import StreamSpec
+
+
+def partitioned_spark_asset(
+    key: AssetKey,
+    stream: StreamSpec,
+    *,
+    deps: Sequence[AssetKey | AssetDep],
+    checks: Mapping[str, str],
+    group_name: str,
+    owner: str,
+    description: str,
+    metadata: Mapping[str, str],
+    automation_condition: AutomationCondition | None = None,
+    pool: str | None = None,
+) -> Callable[[Callable[..., Any]], AssetsDefinition]:
+    """A `multi_asset` decorator for the table `key`, partitioned by the event days of `stream`.
+
+    `checks` maps each check's name to its description; every check is blocking and partitioned like
+    the table, so a range run gives each day its own verdict. The decorated function's parameters
+    declare its resources (and config), as for `multi_asset`.
+    """
+    partitions = event_partitions(stream)
+    return multi_asset(
+        name=key.to_python_identifier(),
+        specs=[
+            AssetSpec(
+                key,
+                deps=deps,
+                partitions_def=partitions,
+                # A day that fails a blocking check, or is held back from promotion, is not materialized
+                # (see pipeline/validation/verdicts.py).
+                skippable=True,
+                automation_condition=automation_condition,
+                group_name=group_name,
+                kinds={"spark", "iceberg"},
+                owners=[owner],
+                description=description,
+                metadata=metadata,
+            )
+        ],
+        check_specs=[
+            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
+            for name, text in checks.items()
+        ],
+        # Makes the check outputs optional: verdicts are reported per day as check evaluations.
+        can_subset=True,
+        backfill_policy=backfill_policy(stream.max_partitions_per_run),
+        pool=pool,
+    )
