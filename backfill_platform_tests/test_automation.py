@@ -32,8 +32,7 @@ from pydantic import ValidationError
 from backfill_platform.orchestration.automation.sensor import SENSOR_NAME
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.listing import hours
-from backfill_platform.pipeline.events.ingest import read_window
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
 from backfill_platform.specs.loader import SpecSet
 from backfill_platform.specs.stream import StreamSpec

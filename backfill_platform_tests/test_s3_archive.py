@@ -33,13 +33,9 @@ from backfill_platform.pipeline.archive.listing import (
 )
 from backfill_platform.pipeline.archive.s3 import S3Archive
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import (
-    events_table,
-    ingest_window,
-    quarantine_table,
-    read_window,
-)
+from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.pipeline.events.parse import read_lines
+from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table

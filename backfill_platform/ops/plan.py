@@ -1,7 +1,7 @@
 """`backfill-platform plan`: what a backfill of a range would read and redo, before anything runs.
 
 Per event-time day: the read window (the day widened by the stream's clock skew before and its allowed
-lateness after, as `events.ingest.read_window` reads it), the archive files, bytes and lines in it, the
+lateness after, as `hour_mapping.read_window` reads it), the archive files, bytes and lines in it, the
 ingestion hours it needs that have no file, and what production holds for it according to the ledger.
 Lines are counted by stream-decompressing each file once (files shared by neighbouring windows are
 read once), in bounded memory. No Spark session is started and no table is read but the ledger.
@@ -36,7 +36,7 @@ from backfill_platform.pipeline.archive.listing import (
     open_archive_file,
 )
 from backfill_platform.pipeline.events.completeness import completeness, format_hours
-from backfill_platform.pipeline.events.ingest import read_window
+from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec

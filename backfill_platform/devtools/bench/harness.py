@@ -106,12 +106,12 @@ def generate(out: Path, label: str, start: date, days: int, events_per_day: int)
 
 def window_files(archive: Archive, first: date, days: int) -> list[str]:
     """The archive files the platform's events step reads for the range: its ingestion-hour window."""
+    from backfill_platform.pipeline.hour_mapping import read_window
     from backfill_platform.specs.stream import check_archive_root
 
     stream = _stream()
     start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
-    low = start - stream.clock_skew - HOUR
-    high = start + timedelta(days=days) + stream.allowed_lateness + HOUR
+    low, high = read_window(stream, start, start + timedelta(days=days))
     root = check_archive_root(stream.archive, archive.data_dir)
     hour, files = low.replace(minute=0, second=0, microsecond=0), []
     while hour < high:

@@ -14,6 +14,7 @@ from dagster import (
 
 from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import archive_for, list_files, manifest_fingerprint
+from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
 from backfill_platform.specs.stream import StreamSpec
 
@@ -77,7 +78,8 @@ def observation_start(spec: StreamSpec, first: datetime, now: datetime, full: bo
     if full:
         return first
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    bound = day - spec.refresh_horizon - timedelta(days=1) - spec.clock_skew - timedelta(hours=1)
+    first_day = day - spec.refresh_horizon - timedelta(days=1)
+    bound, _ = read_window(spec, first_day, first_day + timedelta(days=1))
     return max(first, bound.replace(minute=0))
 
 

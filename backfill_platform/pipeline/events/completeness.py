@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
-from backfill_platform.pipeline.events.ingest import read_window
+from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.stream import StreamSpec
 
 DAY = timedelta(days=1)

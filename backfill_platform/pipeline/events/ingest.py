@@ -1,7 +1,7 @@
 """Ingest one event-time window: read the archive hours that can hold it, write events and quarantine.
 
-The window [start, end) reads ingestion hours [start - clock_skew - 1h, end + allowed_lateness + 1h), which
-covers every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
+The window [start, end) reads the ingestion hours of its read window (`hour_mapping.read_window`), which
+cover every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
 the window in one Iceberg commit, so re-running a window is idempotent.
 """
 
@@ -18,8 +18,9 @@ from pyspark.sql import functions as F
 
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
-from backfill_platform.pipeline.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
+from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records, read_lines
+from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.stream import StreamSpec, events_columns
 
@@ -94,11 +95,6 @@ def ensure_stream_tables(spark: SparkSession, spec: StreamSpec) -> None:
     version (events), a column of a newer platform (quarantine). Rows written before read null for it."""
     ensure_table(spark, events_table(spark, spec), events_columns(spec), "days(event_time)")
     ensure_table(spark, quarantine_table(spark, spec), QUARANTINE_COLUMNS, "days(attributed_time)")
-
-
-def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
-    """Ingestion hours that can hold lines attributed to [start, end)."""
-    return start - spec.clock_skew - HOUR, end + spec.allowed_lateness + HOUR
 
 
 def ingest_window(
