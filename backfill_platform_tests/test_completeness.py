@@ -15,7 +15,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.lakehouse.tables import current_snapshot_id, snapshot_summary, table_exists
+from backfill_platform.lakehouse.tables import current_snapshot_id, read_at, snapshot_summary, table_exists
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
@@ -195,7 +195,7 @@ def test_promotion_refuses_a_validation_of_events_since_rederived(
         .first()[0]
     )
     previous = (
-        spark.sql(f"SELECT * FROM {production_table(spark, spec)} VERSION AS OF {before[0]}")
+        read_at(spark, production_table(spark, spec), before[0])
         .where((F.col("title_id") == "t0001") & (F.col("event_hour") == 7) & (F.col("event_date") == D2))
         .agg(F.sum("views"))
         .first()[0]

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from rich.table import Table
 
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, table_exists
+from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, read_at, table_exists
 from backfill_platform.ops.explain import describe
 from backfill_platform.ops.ledger_view import (
     Row,
@@ -144,17 +144,15 @@ def sweep(
         days = days_between(start, end)
     else:
         step("production's figures per bucket, all days")
-        pinned = f" VERSION AS OF {int(production_snapshot)}" if production_snapshot is not None else ""
-        production = with_declared_columns(spark.sql(f"SELECT * FROM {target}{pinned}"), spec)
+        production = with_declared_columns(read_at(spark, target, production_snapshot), spec)
         actual = actual_figures(production, spec)
         days = sorted({date.fromisoformat(b[0]) for b in actual} | set(recorded))
     if not days:
         return Sweep(spec, production_snapshot, events_snapshot, [])
     names = [d.isoformat() for d in days]
     step(f"what the events imply for {len(days)} day(s)")
-    pinned = f" VERSION AS OF {int(events_snapshot)}" if events_snapshot is not None else ""
     events = (
-        spark.sql(f"SELECT * FROM {source}{pinned}")
+        read_at(spark, source, events_snapshot)
         .where(in_range("event_time", _midnight(days[0]), _midnight(days[-1] + DAY)))
         .where(F.to_date("event_time").isin(days))
     )

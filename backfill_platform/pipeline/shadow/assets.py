@@ -22,6 +22,7 @@ from backfill_platform.lakehouse.tables import (
     SHADOW_NAMESPACE,
     current_snapshot_id,
     in_range,
+    read_at,
     replace_range,
     table_exists,
 )
@@ -145,10 +146,7 @@ def build_shadow_asset(
             )
         # Pinned: the transform and the expectations it is checked against see the same events.
         snapshot_id = current_snapshot_id(session, source)
-        pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-        events = session.sql(f"SELECT * FROM {source}{pinned}").where(
-            in_range("event_time", window.start, window.end)
-        )
+        events = read_at(session, source, snapshot_id).where(in_range("event_time", window.start, window.end))
         ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
         # One pass over the pinned events: what they imply per bucket, and each day's fingerprint.
         if snapshot_id is not None:

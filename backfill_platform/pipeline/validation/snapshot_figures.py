@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import in_range, table_exists
+from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
 from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
@@ -78,8 +78,7 @@ def _day_bounds(days: list[str]) -> tuple[datetime, datetime]:
 def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
     """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
     start, end = _day_bounds(days)
-    pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-    return spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range("event_time", start, end))
+    return read_at(spark, identifier, snapshot_id).where(in_range("event_time", start, end))
 
 
 def events_expectations(
