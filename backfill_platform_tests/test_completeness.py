@@ -9,13 +9,13 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.lakehouse.tables import current_snapshot_id, snapshot_summary, table_exists
+from backfill_platform.lakehouse.tables import current_snapshot_id, read_at, snapshot_summary, table_exists
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
@@ -23,6 +23,7 @@ from backfill_platform.pipeline.ledger.ledger import latest_ingestions, ledger
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.test_promotion import dataset, failed_checks, prod_state, run
@@ -31,7 +32,7 @@ D2, D3, D4 = (START + timedelta(days=i) for i in (1, 2, 3))
 
 
 def utc(day: date, hour: int = 0) -> datetime:
-    return datetime.combine(day, datetime.min.time(), tzinfo=UTC) + timedelta(hours=hour)
+    return midnight(day) + hour * HOUR
 
 
 def stream_copy(playback: StreamSpec, data_dir: Path, name: str, **changes) -> StreamSpec:
@@ -195,7 +196,7 @@ def test_promotion_refuses_a_validation_of_events_since_rederived(
         .first()[0]
     )
     previous = (
-        spark.sql(f"SELECT * FROM {production_table(spark, spec)} VERSION AS OF {before[0]}")
+        read_at(spark, production_table(spark, spec), before[0])
         .where((F.col("title_id") == "t0001") & (F.col("event_hour") == 7) & (F.col("event_date") == D2))
         .agg(F.sum("views"))
         .first()[0]

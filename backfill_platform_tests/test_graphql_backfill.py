@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
+from backfill_platform.lakehouse.tables import read_at
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform_tests.dagster_dev import VIEWS_BACKFILL_DAYS, VIEWS_BACKFILL_TAGS
 
@@ -87,8 +88,8 @@ def test_graphql_backfill_rederives_and_promotes_the_range(views_backfill: dict,
 
     # Production, as promoted, equals the shadow v2 snapshot it was promoted from, row for row.
     shadow_snapshot = int(summary["backfill_platform.shadow-snapshot-id"])
-    production = spark.sql(f"SELECT * FROM {PRODUCTION} VERSION AS OF {promotion_snapshot}")
-    shadow = spark.sql(f"SELECT * FROM {SHADOW} VERSION AS OF {shadow_snapshot}")
+    production = read_at(spark, PRODUCTION, promotion_snapshot)
+    shadow = read_at(spark, SHADOW, shadow_snapshot)
     in_days = F.col("event_date").isin(DAYS)
     production, shadow = production.where(in_days), shadow.where(in_days).select(*production.columns)
     assert production.count() > 0

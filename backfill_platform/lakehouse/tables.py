@@ -1,4 +1,4 @@
-"""Iceberg table helpers: identifiers, creation, one-commit range replacement, snapshots.
+"""Iceberg table helpers: identifiers, creation, one-commit range replacement, snapshots, pinned reads.
 
 Every write of a time range goes through `replace_range` (or `replace_days` for a set of days): one
 Iceberg `overwrite` commit that deletes exactly the rows of the range and adds the new ones, so
@@ -61,6 +61,19 @@ def ensure_table(
         f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl}) USING iceberg {partitioning}TBLPROPERTIES ({listed})"
     )
     evolve_table(spark, identifier, columns)
+
+
+def read_at(spark: SparkSession, identifier: str, snapshot_id: int | None) -> DataFrame:
+    """The rows of the table at `snapshot_id` (None: as it is now, e.g. a table without snapshots).
+
+    Iceberg's `snapshot-id` read option. Unlike `VERSION AS OF`, the rows are read with the table's
+    current schema: a column added since reads as null, as it does for rows written before it. Spark's
+    row hashes skip nulls, so a fingerprint (`validation.checksums`) is the same either way.
+    """
+    reader = spark.read
+    if snapshot_id is not None:
+        reader = reader.option("snapshot-id", str(int(snapshot_id)))
+    return reader.table(identifier)
 
 
 def in_range(column: str, start: date | datetime, end: date | datetime) -> Column:

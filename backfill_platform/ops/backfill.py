@@ -10,7 +10,7 @@ request, the outcome and its report: a table per day, and one line per failed ch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 from dagster import AssetKey
 from rich.table import Table
@@ -28,6 +28,7 @@ from backfill_platform.pipeline.run_tags import (
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
 POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
@@ -56,7 +57,7 @@ class BackfillRequest:
     def tags(self) -> dict[str, str]:
         tags = {
             "dagster/asset_partition_range_start": self.start.isoformat(),
-            "dagster/asset_partition_range_end": (self.end - timedelta(days=1)).isoformat(),
+            "dagster/asset_partition_range_end": (self.end - DAY).isoformat(),
             PROMOTION_POLICY_TAG: self.policy,
         }
         tags |= {REASON_TAG: self.reason} if self.reason else {}

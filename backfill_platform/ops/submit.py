@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from backfill_platform.ops.backfill import BackfillOutcome, BackfillRequest
 from backfill_platform.ops.graphql import GraphQLClient, SubmitError, missing_assets, wait_until_loaded
 from backfill_platform.ops.read_back import events_over_graphql, read_back
+from backfill_platform.specs.durations import DAY
 
 TERMINAL_BACKFILL_STATUSES = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 
@@ -191,7 +191,7 @@ def submit_backfill(
     # The daemon sets each run's partition range itself; the backfill carries reason, ticket and policy.
     tags = {k: v for k, v in request.tags().items() if not k.startswith("dagster/")}
     what = "dry run" if request.dry_run else "backfill"
-    last = request.end - timedelta(days=1)
+    last = request.end - DAY
     title = f"{request.dataset.name} {request.dataset.active_version} {what} {request.start}…{last}"
     backfill_id = launch_backfill(
         client, paths, [d.isoformat() for d in request.days], title=title, tags=tags

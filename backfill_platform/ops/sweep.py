@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from rich.table import Table
 
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, table_exists
+from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, read_at, table_exists
 from backfill_platform.ops.explain import describe
 from backfill_platform.ops.ledger_view import (
     Row,
@@ -36,7 +36,7 @@ from backfill_platform.ops.ledger_view import (
     production_label,
 )
 from backfill_platform.pipeline.events.ingest import events_table
-from backfill_platform.pipeline.partitions import DAY, days_between
+from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
 from backfill_platform.pipeline.tables.dataset_tables import (
     production_table,
@@ -48,7 +48,9 @@ from backfill_platform.pipeline.validation.buckets import (
     events_figures,
     partition_fingerprints,
 )
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY, day_bounds
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -60,7 +62,7 @@ class DaySweep:
     rows: int
     expected_rows: int
     sums: dict[str, tuple[int, int]]  # column -> (production, events imply)
-    fingerprint: tuple[int, str]  # production's (rows, row hash sum)
+    fingerprint: Fingerprint  # production's
     recorded: Row | None  # the ledger row production holds for the day
     problems: list[str] = field(default_factory=list)
 
@@ -98,22 +100,18 @@ class Sweep:
         ]
 
 
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-
-
-def fingerprint_problem(fingerprint: tuple[int, str], recorded: Row | None) -> str | None:
+def fingerprint_problem(fingerprint: Fingerprint, recorded: Row | None) -> str | None:
     """How production's fingerprint of a day differs from what the ledger recorded at promotion."""
-    rows, row_hash = fingerprint
     if recorded is None:
-        return None if rows == 0 else f"{rows:,} rows the ledger never recorded a promotion or adoption of"
-    if recorded.get("shadow_row_hash") is None:
-        return None  # recorded before fingerprints were: nothing to compare with
-    if (rows, row_hash) == (recorded["shadow_rows"], recorded["shadow_row_hash"]):
-        return None
+        if fingerprint.rows == 0:
+            return None
+        return f"{fingerprint.rows:,} rows the ledger never recorded a promotion or adoption of"
+    promoted = Fingerprint.recorded(recorded, "shadow")
+    if promoted is None or fingerprint == promoted:
+        return None  # unchanged, or recorded before fingerprints were: nothing to compare with
     return (
-        f"changed behind the platform's back: {rows:,} rows (hash sum {row_hash}), the ledger recorded "
-        f"{recorded['shadow_rows']:,} rows (hash sum {recorded['shadow_row_hash']}) at snapshot "
+        f"changed behind the platform's back: {fingerprint.rows:,} rows (hash sum {fingerprint.row_hash}), "
+        f"the ledger recorded {promoted.rows:,} rows (hash sum {promoted.row_hash}) at snapshot "
         f"{recorded['promoted_snapshot_id']}"
     )
 
@@ -144,18 +142,16 @@ def sweep(
         days = days_between(start, end)
     else:
         step("production's figures per bucket, all days")
-        pinned = f" VERSION AS OF {int(production_snapshot)}" if production_snapshot is not None else ""
-        production = with_declared_columns(spark.sql(f"SELECT * FROM {target}{pinned}"), spec)
+        production = with_declared_columns(read_at(spark, target, production_snapshot), spec)
         actual = actual_figures(production, spec)
         days = sorted({date.fromisoformat(b[0]) for b in actual} | set(recorded))
     if not days:
         return Sweep(spec, production_snapshot, events_snapshot, [])
     names = [d.isoformat() for d in days]
     step(f"what the events imply for {len(days)} day(s)")
-    pinned = f" VERSION AS OF {int(events_snapshot)}" if events_snapshot is not None else ""
     events = (
-        spark.sql(f"SELECT * FROM {source}{pinned}")
-        .where(in_range("event_time", _midnight(days[0]), _midnight(days[-1] + DAY)))
+        read_at(spark, source, events_snapshot)
+        .where(in_range("event_time", *day_bounds(days[0], days[-1])))
         .where(F.to_date("event_time").isin(days))
     )
     expected, _ = events_figures(events, spec, names)

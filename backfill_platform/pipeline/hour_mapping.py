@@ -4,7 +4,7 @@ Event day D reads the ingestion hours h with
 
     floor_to_hour(D start - clock_skew - 1 h) <= h < D end + allowed_lateness + 1 h
 
-(`events.ingest.read_window` listed by `archive.listing.hours`). `TimeWindowPartitionMapping` can only
+(`read_window` below, listed by `archive.listing.hours`). `TimeWindowPartitionMapping` can only
 shift by whole downstream partitions (days), so it over-approximates that window by up to a day on each
 side, and a late file in one hour would make up to two extra days stale. This mapping is exact both ways:
 a day maps to exactly the hours it reads, an hour to exactly the days whose windows contain it.
@@ -37,16 +37,39 @@ from backfill_platform.dagster_internals import (
     TimeWindowPartitionsSubset,
     UpstreamPartitionsResult,
 )
+from backfill_platform.specs.durations import DAY, HOUR
 from backfill_platform.specs.stream import StreamSpec
 
 if TYPE_CHECKING:
     from backfill_platform.dagster_internals import DynamicPartitionsStore
 
-HOUR = timedelta(hours=1)
-DAY = timedelta(days=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HOURLY_CRON = "0 * * * *"
 _DAILY_CRON = "0 0 * * *"
+
+
+def read_before(clock_skew: timedelta) -> timedelta:
+    """How long before an event time the ingestion hour holding it may start: the hour's own length, plus
+    the clock skew a producer's clock may run ahead of it."""
+    return clock_skew + HOUR
+
+
+def read_after(allowed_lateness: timedelta) -> timedelta:
+    """How long after an event time the ingestion hour holding it may end: the allowed lateness, plus the
+    hour's own length (a line ingested `allowed_lateness` after its event time sits in an hour that ends
+    up to 1 h later)."""
+    return allowed_lateness + HOUR
+
+
+def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The read window of the event times [start, end): the ingestion instants
+    [start - clock_skew - 1h, end + allowed_lateness + 1h) whose hours can hold their lines.
+
+    Its end is also when the window settles: no line for [start, end) can arrive after it. A line of an
+    ingestion hour h is admissible (neither too late nor ahead of the skew) exactly when its event time
+    t has h + 1h - read_after <= t < h + read_before, so every admissible line lies in its day's window.
+    """
+    return start - read_before(spec.clock_skew), end + read_after(spec.allowed_lateness)
 
 
 def _floor(t: datetime, unit: timedelta) -> datetime:
@@ -86,21 +109,21 @@ class ArchiveReadWindowMapping(PartitionMapping):
     # ---- the window arithmetic (instants, UTC) ----
 
     def hours_window(self, day_start: datetime, day_end: datetime) -> tuple[datetime, datetime]:
-        """[first hour, end of last hour) read by the days [day_start, day_end)."""
+        """[first hour, end of last hour) read by the days [day_start, day_end): `read_window` in whole hours."""
         return (
-            _floor(day_start - self.clock_skew - HOUR, HOUR),
-            _ceil(day_end + self.allowed_lateness + HOUR, HOUR),
+            _floor(day_start - read_before(self.clock_skew), HOUR),
+            _ceil(day_end + read_after(self.allowed_lateness), HOUR),
         )
 
     def days_window(self, hour_start: datetime, hour_end: datetime) -> tuple[datetime, datetime]:
         """[first day start, last day end) of the days whose windows hold an hour of [hour_start, hour_end).
 
-        Day D (start D0) holds hour h iff floor_hour(D0 - skew - 1h) <= h < D0 + 1d + lateness + 1h,
-        i.e. for hours in [a, b): a - 1d - lateness - 1h < D0 < b + skew + 1h. May be empty.
+        Day D (start D0) holds hour h iff floor_hour(D0 - before) <= h < D0 + 1d + after (`read_window`),
+        i.e. for hours in [a, b): a - 1d - after < D0 < b + before. May be empty.
         """
         return (
-            _floor(hour_start - DAY - self.allowed_lateness - HOUR, DAY) + DAY,
-            _ceil(hour_end + self.clock_skew + HOUR, DAY),
+            _floor(hour_start - DAY - read_after(self.allowed_lateness), DAY) + DAY,
+            _ceil(hour_end + read_before(self.clock_skew), DAY),
         )
 
     # ---- PartitionMapping ----

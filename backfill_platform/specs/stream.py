@@ -15,7 +15,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
-from backfill_platform.specs.durations import parse_duration
+from backfill_platform.specs.durations import HOUR, parse_duration
 from backfill_platform.specs.kinesis import KinesisStreamName, check_replay_targets
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
@@ -189,10 +189,10 @@ class StreamSpec(SpecModel):
 
     @model_validator(mode="after")
     def _horizon_covers_lateness(self) -> StreamSpec:
-        if self.refresh_horizon <= self.allowed_lateness + timedelta(hours=1):
+        if self.refresh_horizon <= self.allowed_lateness + HOUR:
             raise ValueError(
                 f"refresh_horizon {self.refresh_horizon} must exceed allowed_lateness + 1h "
-                f"({self.allowed_lateness + timedelta(hours=1)}): no day would settle inside it"
+                f"({self.allowed_lateness + HOUR}): no day would settle inside it"
             )
         return self
 

@@ -59,16 +59,15 @@ from dagster import (
 
 from backfill_platform.orchestration.automation.failures import FailedOnAVerdict, FailedSinceParentUpdate
 from backfill_platform.orchestration.automation.read_versions import ArchiveReadChanged, HasReadRecord
+from backfill_platform.pipeline.hour_mapping import read_after
 from backfill_platform.specs.stream import StreamSpec
-
-HOUR = timedelta(hours=1)
 
 
 class SettledDays(AutomationCondition[AssetKey]):
     """True for the time partitions whose lateness horizon has passed: end + allowed_lateness + 1h <= now.
 
-    `now` is the evaluation time. This matches `events.ingest.read_window`: the last ingestion hour a
-    day reads ends at its end + allowed_lateness + 1h.
+    `now` is the evaluation time. A day settles when its read window ends (`hour_mapping.read_window`):
+    the last ingestion hour a day reads ends at its end + `read_after(allowed_lateness)`.
     """
 
     def __init__(self, allowed_lateness: timedelta):
@@ -90,7 +89,7 @@ class SettledDays(AutomationCondition[AssetKey]):
         partitions_def = context.partitions_def
         if not isinstance(partitions_def, TimeWindowPartitionsDefinition):
             raise TypeError(f"{self.name} applies to time-partitioned assets, not {context.key}")
-        settled_before = context.evaluation_time - self.allowed_lateness - HOUR
+        settled_before = context.evaluation_time - read_after(self.allowed_lateness)
         keys = {
             key
             for key in context.candidate_subset.expensively_compute_partition_keys()

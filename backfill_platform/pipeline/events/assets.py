@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
-from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range
+from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
 from backfill_platform.pipeline.archive.assets import archive_key
 from backfill_platform.pipeline.archive.listing import archive_for
 from backfill_platform.pipeline.events.checks import (
@@ -91,14 +91,14 @@ def build_events_asset(
             )
         days = sorted(result.partitions)
         # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
-        written = session.sql(
-            f"SELECT * FROM {events_table(session, spec)} VERSION AS OF {result.events_snapshot_id}"
-        ).where(in_range("event_time", window.start, window.end))
+        written = read_at(session, events_table(session, spec), result.events_snapshot_id).where(
+            in_range("event_time", window.start, window.end)
+        )
         # One pass: each day's fingerprint, and the null counts the schema check needs.
         fingerprints, nulls = day_fingerprints_and_nulls(
             written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
         )
-        rows_by_day = {day: rows for day, (rows, _) in fingerprints.items()}
+        rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
         verdicts = [
             *reconciliation_check(session, spec, result, rows_by_day, window.start, window.end),
             *quarantine_ratio_check(spec, result),
@@ -116,8 +116,7 @@ def build_events_asset(
         day_metadata = {
             day: {
                 **partition_metadata(result.partitions[day]),
-                "events_rows": fingerprints[day][0],
-                "events_hash_sum": fingerprints[day][1],
+                **fingerprints[day].metadata(),
                 "checks_passed": day not in failed,
                 "provisional": day in provisional,
             }

@@ -1,7 +1,7 @@
 """Ingest one event-time window: read the archive hours that can hold it, write events and quarantine.
 
-The window [start, end) reads ingestion hours [start - clock_skew - 1h, end + allowed_lateness + 1h), which
-covers every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
+The window [start, end) reads the ingestion hours of its read window (`hour_mapping.read_window`), which
+cover every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
 the window in one Iceberg commit, so re-running a window is idempotent.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -18,10 +18,12 @@ from pyspark.sql import functions as F
 
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
-from backfill_platform.pipeline.archive.listing import HOUR, Archive, ArchiveFile, UnlistedFile, list_files
+from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records
+from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.stream import StreamSpec, events_columns
 
 
@@ -97,11 +99,6 @@ def ensure_stream_tables(spark: SparkSession, spec: StreamSpec) -> None:
     ensure_table(spark, quarantine_table(spark, spec), QUARANTINE_COLUMNS, "days(attributed_time)")
 
 
-def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
-    """Ingestion hours that can hold lines attributed to [start, end)."""
-    return start - spec.clock_skew - HOUR, end + spec.allowed_lateness + HOUR
-
-
 def ingest_window(
     spark: SparkSession,
     spec: StreamSpec,
@@ -151,8 +148,7 @@ def ingest_window(
         )
         # Windows of neighbouring days overlap, so per-day file counts do not add up to the run's.
         for day, figures in partitions.items():
-            day_start = datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=start.tzinfo)
-            low, high = read_window(spec, day_start, day_start + timedelta(days=1))
+            low, high = read_window(spec, *day_bounds(day))
             figures.archive_files = sum(1 for f in files if low <= f.ingestion_hour < high)
     finally:
         ddl.shutdown(wait=True)
@@ -174,8 +170,7 @@ def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
     scan = getattr(archive, "unlisted_files", None)
     if scan is None:
         return []
-    first = datetime.combine(spec.first_partition, datetime.min.time(), tzinfo=UTC)
-    first_hour = read_window(spec, first, first + timedelta(days=1))[0]
+    first_hour = read_window(spec, *day_bounds(spec.first_partition))[0]
     return scan(first_hour.replace(minute=0, second=0, microsecond=0), spec.archive.max_line_bytes)
 
 

@@ -8,15 +8,16 @@ in exactly one partition's figures, whichever windows happen to read it.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.lakehouse.tables import in_range
-from backfill_platform.pipeline.archive.listing import HOUR
+from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
 
@@ -133,8 +134,8 @@ def _by_version(spec: StreamSpec, pick: dict[int, Column]) -> Column:
     return expression
 
 
-def _utc_start(day: date) -> datetime:
-    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+def _micros(value: timedelta) -> int:
+    return value // timedelta(microseconds=1)
 
 
 def _one_object(line: Column) -> Column:
@@ -212,9 +213,10 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     event_time = _by_version(spec, {v.version: _event_time(spec, v) for v in spec.schema_versions})
     event_id = F.trim(_raw(spec.event_id_field))
 
-    first = _utc_start(spec.first_partition)
-    lateness_us = int(spec.allowed_lateness.total_seconds() * 1_000_000)
-    ahead_us = int((HOUR + spec.clock_skew).total_seconds() * 1_000_000)
+    first = midnight(spec.first_partition)
+    # Admissible in the ingestion hour [hb, hb + 1h): hb + 1h - read_after <= t < hb + read_before.
+    earliest_us = _micros(HOUR - read_after(spec.allowed_lateness))
+    ahead_us = _micros(read_before(spec.clock_skew))
     t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
     reason = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect"))
@@ -224,7 +226,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
         .when(F.col("event_id").isNull() | (F.col("event_id") == ""), "missing_event_id")
         .when(F.col("event_time").isNull(), "unparseable_event_time")
         .when(F.col("_invalid_field").isNotNull(), "invalid_field")
-        .when(t_us < hb_us - lateness_us, "too_late")
+        .when(t_us < hb_us + earliest_us, "too_late")
         .when(t_us >= hb_us + ahead_us, "clock_skew")
         .when(F.col("event_time") < F.lit(first), "before_first_partition")
     )
@@ -277,8 +279,8 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
 
     `_kept` marks the one copy written to the events table. Copies of an id are compared within their
     event-time day (earliest ingestion, then file and line, wins) and across a midnight when both were
-    ingested in the hours that every window touching that midnight reads (from `clock_skew` + 1 h before
-    it to `allowed_lateness` + 1 h after it): those hours are read by the runs of both days, so both
+    ingested in the hours that every window touching that midnight reads (from `read_before` before it to
+    `read_after` after it, `hour_mapping.read_window`): those hours are read by the runs of both days, so both
     decide alike whatever range a run covers, and an id redelivered with an event time on the other
     side of midnight still has one row. A copy that loses is a duplicate when its raw line equals the
     one that beat it, and is quarantined as `conflicting_duplicate` (naming the winner) otherwise, so
@@ -289,8 +291,8 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     h_us = F.unix_micros("_ingestion_time")
     midnight_us = F.unix_micros(F.date_trunc("day", "_attributed_time"))
     day_us = 86_400_000_000
-    before_us = int((spec.clock_skew + HOUR).total_seconds() * 1_000_000)
-    after_us = int((spec.allowed_lateness + HOUR).total_seconds() * 1_000_000)
+    before_us = _micros(read_before(spec.clock_skew))
+    after_us = _micros(read_after(spec.allowed_lateness))
 
     def near(boundary: Column) -> Column:
         return F.when(admissible & (h_us >= boundary - before_us) & (h_us < boundary + after_us), boundary)

@@ -23,19 +23,18 @@ from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     ADOPTED_BY,
-    REASON,
     REVERTS,
-    RUN_ID,
     VERSION,
     commit_days,
     production_commits,
     validation_runs,
 )
 from backfill_platform.pipeline.ledger.ledger import LedgerRow, ddl, ensure_ledger, ledger, ledger_table
-from backfill_platform.pipeline.partitions import DAY
+from backfill_platform.pipeline.run_tags import REASON, RUN_ID
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY
 
 Key = tuple[str, date, str]  # (version, partition, run_id) of a ledger row
 FACTS = ("promoted_snapshot_id", "promotion_run_id", "reverted_snapshot_id")
@@ -147,8 +146,7 @@ def adopted_rows(
             recorded_at=commit["committed_at"],
             stream=spec.source_stream,
             reason=summary.get(REASON),
-            shadow_rows=fingerprints[day.isoformat()][0],
-            shadow_row_hash=fingerprints[day.isoformat()][1],
+            **fingerprints[day.isoformat()].columns("shadow"),
             adopted=True,
             promoted_snapshot_id=snapshot,
             promoted_at=commit["committed_at"],

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.tables import current_snapshot_id, replace_days, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
+    DATASET,
     DAYS,
     RANGE_END,
     RANGE_START,
@@ -27,11 +28,12 @@ from backfill_platform.pipeline.ledger.commits import (
     production_commits,
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
-from backfill_platform.pipeline.partitions import DAY
 from backfill_platform.pipeline.promotion.promote import fence_options
+from backfill_platform.pipeline.run_tags import REASON
 from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY
 
 
 class RevertRefused(RuntimeError):
@@ -97,7 +99,7 @@ def revert_promotion(
         previous = read_range(spark, target, spec, start, end, parent).where(
             F.col(spec.partition_column).isin(days)
         )
-    restored = {day: rows for day, (rows, _) in partition_fingerprints(previous, spec, days).items()}
+    restored = {day: fp.rows for day, fp in partition_fingerprints(previous, spec, days).items()}
     snapshot = replace_days(
         previous,
         target,
@@ -106,8 +108,8 @@ def revert_promotion(
         properties={
             ACTION: "revert",
             REVERTS: promotion["snapshot_id"],
-            "backfill_platform.dataset": spec.name,
-            "reason": reason or "revert",
+            DATASET: spec.name,
+            REASON: reason or "revert",
             RANGE_START: start.isoformat(),
             RANGE_END: end.isoformat(),
             DAYS: day_list(days),

@@ -19,11 +19,13 @@ from backfill_platform.lakehouse.tables import (
     SHADOW_NAMESPACE,
     current_snapshot_id,
     in_range,
+    read_at,
     replace_range,
     table_exists,
 )
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, record_validation
 from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
@@ -41,6 +43,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     shadow_table,
 )
 from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, events_figures
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import events_expectations, table_figures
 from backfill_platform.pipeline.validation.verdicts import day_outcomes
@@ -127,10 +130,7 @@ def build_shadow_asset(
             )
         # Pinned: the transform and the expectations it is checked against see the same events.
         snapshot_id = current_snapshot_id(session, source)
-        pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-        events = session.sql(f"SELECT * FROM {source}{pinned}").where(
-            in_range("event_time", window.start, window.end)
-        )
+        events = read_at(session, source, snapshot_id).where(in_range("event_time", window.start, window.end))
         ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
         # One pass over the pinned events: what they imply per bucket, and each day's fingerprint.
         if snapshot_id is not None:
@@ -141,7 +141,7 @@ def build_shadow_asset(
         output = conform(transform(events), spec, version).persist()
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
-        properties = {**run_properties(context), "backfill_platform.dataset-version": version}
+        properties = {**run_properties(context), VERSION: version}
         try:
             snapshot = replace_range(output, target, spec.partition_column, start, end, properties)
         finally:
@@ -190,7 +190,7 @@ def build_shadow_asset(
 
 
 def day_metadata(
-    spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, tuple[int, str]]
+    spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, Fingerprint]
 ) -> dict[str, dict]:
     """Per-day numbers (rows, sums, divergence, verdict) that the UI plots across partitions."""
     result = {}
@@ -202,8 +202,7 @@ def day_metadata(
             for rule in spec.reconciliation
         }
         result[day] = {
-            "rows": fingerprints[day][0],
-            "row_hash_sum": fingerprints[day][1],
+            **fingerprints[day].metadata(),
             **sums,
             "diverging_rows": validation.divergence.partitions[day].diverging,
             "checks_passed": validation.passed(day),

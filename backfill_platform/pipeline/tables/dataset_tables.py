@@ -12,6 +12,7 @@ from backfill_platform.lakehouse.tables import (
     SHADOW_NAMESPACE,
     ensure_table,
     in_range,
+    read_at,
     table_exists,
     table_id,
 )
@@ -60,8 +61,7 @@ def read_range(
     """Rows of [start, end) of a dataset table, at a pinned snapshot when given (empty if no table)."""
     if not table_exists(spark, identifier):
         return spark.createDataFrame([], columns_ddl(spec))
-    pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-    rows = spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range(spec.partition_column, start, end))
+    rows = read_at(spark, identifier, snapshot_id).where(in_range(spec.partition_column, start, end))
     return with_declared_columns(rows, spec)
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import in_range, table_exists
+from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
 from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
@@ -27,8 +27,9 @@ from backfill_platform.pipeline.validation.buckets import (
     actual_figures,
     events_figures,
 )
-from backfill_platform.pipeline.validation.checksums import day_fingerprints
+from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import day_bounds
 
 _LIMIT = 64
 _CACHE: OrderedDict[Hashable, object] = OrderedDict()
@@ -69,22 +70,16 @@ def table_figures(
     return _remembered(key, compute)
 
 
-def _day_bounds(days: list[str]) -> tuple[datetime, datetime]:
-    first, last = date.fromisoformat(min(days)), date.fromisoformat(max(days))
-    start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
-    return start, datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-
-
 def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
     """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
-    start, end = _day_bounds(days)
-    pinned = f" VERSION AS OF {int(snapshot_id)}" if snapshot_id is not None else ""
-    return spark.sql(f"SELECT * FROM {identifier}{pinned}").where(in_range("event_time", start, end))
+    return read_at(spark, identifier, snapshot_id).where(
+        in_range("event_time", *day_bounds(min(days), max(days)))
+    )
 
 
 def events_expectations(
     spark: SparkSession, identifier: str, spec: DatasetSpec, days: list[str], snapshot_id: int
-) -> tuple[dict[Bucket, BucketFigures], dict[str, tuple[int, str]]]:
+) -> tuple[dict[Bucket, BucketFigures], dict[str, Fingerprint]]:
     """What the events at `snapshot_id` imply for the dataset's buckets, and each day's fingerprint."""
     key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
     expected, fingerprints = events_figures(_events_at(spark, identifier, snapshot_id, days), spec, days)
@@ -92,13 +87,13 @@ def events_expectations(
     return expected, fingerprints
 
 
-def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, tuple[int, str]]:
-    """Each day's (rows, hash sum) of the events table as it is now."""
+def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, Fingerprint]:
+    """Each day's fingerprint of the events table as it is now."""
     if not table_exists(spark, identifier):
-        return dict.fromkeys(days, (0, "0"))
+        return dict.fromkeys(days, Fingerprint.EMPTY)
     snapshot_id = current_snapshot_id(spark, identifier)
 
-    def compute() -> dict[str, tuple[int, str]]:
+    def compute() -> dict[str, Fingerprint]:
         events = _events_at(spark, identifier, snapshot_id, days)
         return day_fingerprints(events, F.to_date("event_time"), days)
 
