@@ -17,7 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES
-from backfill_platform.specs.durations import HOUR, midnight
+from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
 
@@ -290,7 +290,7 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     admissible = F.col("_reason").isNull()
     h_us = F.unix_micros("_ingestion_time")
     midnight_us = F.unix_micros(F.date_trunc("day", "_attributed_time"))
-    day_us = 86_400_000_000
+    day_us = _micros(DAY)
     before_us = _micros(read_before(spec.clock_skew))
     after_us = _micros(read_after(spec.allowed_lateness))
 
