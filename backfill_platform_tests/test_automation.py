@@ -34,10 +34,10 @@ from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.listing import hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
+from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.loader import SpecSet
 from backfill_platform.specs.stream import StreamSpec
 
-DAY, HOUR = timedelta(days=1), timedelta(hours=1)
 ARCHIVE = AssetKey(["archive", "playback_archive"])
 EVENTS = AssetKey(["raw", "playback_events"])
 SHADOW_V1 = AssetKey(["shadow", "views_per_title__v1"])
@@ -64,10 +64,6 @@ def stream_with(specs: SpecSet, changes: dict) -> StreamSpec:
 def definitions_with(specs: SpecSet, changes: dict):
     stream = stream_with(specs, changes)
     return build_definitions(SpecSet(streams={"playback": stream}, datasets=dict(specs.datasets))), stream
-
-
-def midnight(day: str) -> datetime:
-    return datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=UTC)
 
 
 def hour_key(hour: datetime) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import time
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from backfill_platform import settings
 from backfill_platform.cli import main
 from backfill_platform.lakehouse.tables import current_snapshot_id, table_exists
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.conftest import DAYS, START
 from backfill_platform_tests.dagster_dev import GAP_HOUR, write_stream_copy
 
@@ -83,7 +84,7 @@ def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def archive_day(root: Path, day: date) -> tuple[int, int, int]:
     """(files, bytes, lines) of the ingestion hours [day - 15 min - 1 h, day end + 8 h + 1 h), read here."""
-    low = datetime.combine(day, datetime.min.time(), tzinfo=UTC) - timedelta(minutes=75)
+    low = midnight(day) - timedelta(minutes=75)
     hour, high = low.replace(minute=0), low + timedelta(days=1, hours=10, minutes=15)
     files = size = lines = 0
     while hour < high:
@@ -92,7 +93,7 @@ def archive_day(root: Path, day: date) -> tuple[int, int, int]:
             text = gzip.decompress(path.read_bytes())
             files, size = files + 1, size + path.stat().st_size
             lines += text.count(b"\n") + (not text.endswith(b"\n") and bool(text))
-        hour += timedelta(hours=1)
+        hour += HOUR
     return files, size, lines
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql import functions as F
@@ -23,6 +23,7 @@ from backfill_platform.pipeline.ledger.ledger import latest_ingestions, ledger
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.test_promotion import dataset, failed_checks, prod_state, run
@@ -31,7 +32,7 @@ D2, D3, D4 = (START + timedelta(days=i) for i in (1, 2, 3))
 
 
 def utc(day: date, hour: int = 0) -> datetime:
-    return datetime.combine(day, datetime.min.time(), tzinfo=UTC) + timedelta(hours=hour)
+    return midnight(day) + hour * HOUR
 
 
 def stream_copy(playback: StreamSpec, data_dir: Path, name: str, **changes) -> StreamSpec:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from dagster import AssetKey
@@ -12,12 +12,10 @@ from backfill_platform.pipeline.archive.listing import archive_for
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.pipeline.validation.checksums import checksum
+from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform_tests.conftest import DAYS, START
 
-WINDOW = (
-    datetime.combine(START, datetime.min.time(), tzinfo=UTC),
-    datetime.combine(START + timedelta(days=DAYS), datetime.min.time(), tzinfo=UTC),
-)
+WINDOW = (midnight(START), midnight(START) + DAYS * DAY)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from dagster import (
@@ -41,18 +41,15 @@ from backfill_platform.pipeline.events.read_record import read_version, window_h
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, ingestion_partitions
 from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes
+from backfill_platform.specs.durations import DAY, HOUR, midnight
 
-DAY, HOUR, MINUTE = timedelta(days=1), timedelta(hours=1), timedelta(minutes=1)
+MINUTE = timedelta(minutes=1)
 ARCHIVE, EVENTS = AssetKey(["archive", "a"]), AssetKey(["raw", "events"])
 SHADOW, PRODUCTION = AssetKey(["shadow", "v2"]), AssetKey(["prod", "production"])
 NAMES = {EVENTS: "events", SHADOW: "shadow", PRODUCTION: "production"}
 LATE_DAY = "2026-10-08"
 LATE_HOUR = "2026-10-08-12:00"
 DIVERGENCE = "divergence_vs_production"
-
-
-def midnight(day: str) -> datetime:
-    return datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=UTC)
 
 
 class Refresh:

@@ -30,7 +30,8 @@ from backfill_platform.pipeline.replay.kinesis import (
     stream_shards,
 )
 from backfill_platform.pipeline.replay.runner import ReplayRequest, _batches, run_replay
-from backfill_platform.pipeline.replay.source import Event, day_start
+from backfill_platform.pipeline.replay.source import Event
+from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.moto_server import aws_environment
@@ -88,7 +89,7 @@ def table_events(snapshot_id: int | None = None) -> dict[str, dict]:
 
 
 def in_range(row: dict) -> bool:
-    return day_start(FIRST) <= row["event_time"] < day_start(AFTER)
+    return midnight(FIRST) <= row["event_time"] < midnight(AFTER)
 
 
 def replay_cli(*extra: str, target: str = BACKFILL, checkpoint: Path | None = None):

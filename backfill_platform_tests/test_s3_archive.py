@@ -40,6 +40,7 @@ from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import ArchiveSpec, StreamSpec
 from backfill_platform_tests.conftest import START, range_tags
@@ -48,10 +49,7 @@ from backfill_platform_tests.moto_server import MotoServer, aws_environment
 BUCKET = "firehose-archive"
 PREFIX = "playback/firehose"
 D1, D3 = START, START + timedelta(days=2)
-WINDOW = (  # two event-time days: what a run of D1..D2 reads
-    datetime.combine(D1, datetime.min.time(), tzinfo=UTC),
-    datetime.combine(D3, datetime.min.time(), tzinfo=UTC),
-)
+WINDOW = (midnight(D1), midnight(D3))  # two event-time days: what a run of D1..D2 reads
 TRUNCATED = "truncated.jsonl.gz"  # added to the first hour folder of the second day
 
 

@@ -11,7 +11,7 @@ the day gives identical rows. A changed type is refused before anything is writt
 from __future__ import annotations
 
 import gzip
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     shadow_table,
 )
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.conftest import range_tags
@@ -98,8 +99,8 @@ def write_archive(root: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0))
 
-    day1 = datetime.combine(DAY1, datetime.min.time(), tzinfo=UTC)
-    day2 = day1 + timedelta(days=1)
+    day1 = midnight(DAY1)
+    day2 = day1 + DAY
     hour_file(
         day1 + timedelta(hours=5),
         [
@@ -195,9 +196,8 @@ def test_rerunning_the_day_gives_identical_rows(evolved, spark, spark_resource, 
 
 def test_a_changed_type_is_refused_naming_table_column_and_types(evolved, spark, tables):
     stream = stream_spec(True, app_version_type="long")
-    start = datetime.combine(DAY2, datetime.min.time(), tzinfo=UTC)
     with pytest.raises(SchemaConflict) as refused:
-        ingest_window(spark, stream, archive_for(stream), start, start + timedelta(days=1))
+        ingest_window(spark, stream, archive_for(stream), *day_bounds(DAY2))
     message = str(refused.value)
     assert tables["events"] in message and "'app_version'" in message
     assert "is string in the table" in message and "declares bigint" in message

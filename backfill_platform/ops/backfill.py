@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 
 from dagster import AssetKey, DagsterEventType, DagsterInstance
 from dagster._core.definitions.reconstruct import ReconstructableRepository
@@ -50,6 +50,7 @@ from backfill_platform.pipeline.run_tags import (
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
 DEFINITIONS_MODULE = "backfill_platform.definitions"
@@ -79,7 +80,7 @@ class BackfillRequest:
     def tags(self) -> dict[str, str]:
         tags = {
             "dagster/asset_partition_range_start": self.start.isoformat(),
-            "dagster/asset_partition_range_end": (self.end - timedelta(days=1)).isoformat(),
+            "dagster/asset_partition_range_end": (self.end - DAY).isoformat(),
             PROMOTION_POLICY_TAG: self.policy,
         }
         tags |= {REASON_TAG: self.reason} if self.reason else {}
@@ -252,7 +253,7 @@ def submit_backfill(
     # The daemon sets each run's partition range itself; the backfill carries reason, ticket and policy.
     tags = {k: v for k, v in request.tags().items() if not k.startswith("dagster/")}
     what = "dry run" if request.dry_run else "backfill"
-    last = request.end - timedelta(days=1)
+    last = request.end - DAY
     title = f"{request.dataset.name} {request.dataset.active_version} {what} {request.start}…{last}"
     backfill_id = submit.launch_backfill(
         client, paths, [d.isoformat() for d in request.days], title=title, tags=tags

@@ -12,7 +12,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -39,12 +39,12 @@ from backfill_platform.pipeline.events.completeness import completeness, format_
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import day_bounds, format_duration
 from backfill_platform.specs.stream import StreamSpec
 
 if TYPE_CHECKING:
     from backfill_platform.pipeline.archive.s3 import S3ReadConfig
 
-DAY = timedelta(days=1)
 CHUNK = 1 << 20
 
 
@@ -109,8 +109,7 @@ def build_plan(
     days = days_between(start, end)
     if not days:
         raise ValueError(f"empty range: --start {start} must be before --end {end} (exclusive)")
-    midnight = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
-    files = list_files(archive_for(stream), *read_window(stream, midnight, midnight + len(days) * DAY))
+    files = list_files(archive_for(stream), *read_window(stream, *day_bounds(days[0], days[-1])))
     counted: dict[str, int] = {}
     unreadable: list[str] = []
     total = sum(f.size for f in files)
@@ -124,7 +123,7 @@ def build_plan(
     production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
     plans = []
     for day in days:
-        low, high = read_window(stream, *_day_bounds(day))
+        low, high = read_window(stream, *day_bounds(day))
         # What a run of this day alone lists: whole hours, the first one floored (`listing.hours`).
         window_hours = set(hours(low, high))
         window_files = [f for f in files if f.ingestion_hour in window_hours]
@@ -151,25 +150,12 @@ def build_plan(
     )
 
 
-def _day_bounds(day: date) -> tuple[datetime, datetime]:
-    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-    return start, start + DAY
-
-
-def _short(value: timedelta) -> str:
-    """`15min`, `8h`, `1h30min`, `2d`: how the specs write durations."""
-    minutes = int(value.total_seconds() // 60)
-    days, hours, minutes = minutes // 1440, minutes // 60 % 24, minutes % 60
-    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "min")) if n]
-    return "".join(parts) or "0min"
-
-
 def plan_table(plan: Plan) -> Table:
     """One row per day: window, files, bytes, lines, missing hours, production per dataset."""
     s = plan.stream
     table = Table(
-        title=f"plan for {s.name}: each day reads ingestion hours [day - {_short(s.clock_skew)} skew - 1h, "
-        f"day end + {_short(s.allowed_lateness)} lateness + 1h)"
+        title=f"plan for {s.name}: each day reads ingestion hours [day - {format_duration(s.clock_skew)} skew "
+        f"- 1h, day end + {format_duration(s.allowed_lateness)} lateness + 1h)"
     )
     for column in ("day", "read window (UTC)", "files", "bytes", "lines", "missing ingestion hours"):
         table.add_column(column, justify="left" if column.startswith(("read", "missing")) else "right")

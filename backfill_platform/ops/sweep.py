@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -36,7 +36,7 @@ from backfill_platform.ops.ledger_view import (
     production_label,
 )
 from backfill_platform.pipeline.events.ingest import events_table
-from backfill_platform.pipeline.partitions import DAY, days_between
+from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
 from backfill_platform.pipeline.tables.dataset_tables import (
     production_table,
@@ -49,6 +49,7 @@ from backfill_platform.pipeline.validation.buckets import (
     partition_fingerprints,
 )
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY, day_bounds
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -96,10 +97,6 @@ class Sweep:
             f"backfill-platform backfill --dataset {self.dataset.name} --start {start} --end {end}"
             for start, end in self.spans
         ]
-
-
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
 
 
 def fingerprint_problem(fingerprint: tuple[int, str], recorded: Row | None) -> str | None:
@@ -153,7 +150,7 @@ def sweep(
     step(f"what the events imply for {len(days)} day(s)")
     events = (
         read_at(spark, source, events_snapshot)
-        .where(in_range("event_time", _midnight(days[0]), _midnight(days[-1] + DAY)))
+        .where(in_range("event_time", *day_bounds(days[0], days[-1])))
         .where(F.to_date("event_time").isin(days))
     )
     expected, _ = events_figures(events, spec, names)

@@ -35,13 +35,12 @@ from dagster._core.definitions.partitions.subset.partitions_subset import Partit
 from dagster._core.definitions.partitions.subset.time_window import TimeWindowPartitionsSubset
 from dagster._core.errors import DagsterInvalidDefinitionError
 
+from backfill_platform.specs.durations import DAY, HOUR
 from backfill_platform.specs.stream import StreamSpec
 
 if TYPE_CHECKING:
     from dagster._core.instance import DynamicPartitionsStore
 
-HOUR = timedelta(hours=1)
-DAY = timedelta(days=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HOURLY_CRON = "0 * * * *"
 _DAILY_CRON = "0 0 * * *"

@@ -6,7 +6,7 @@ partitions; everything else imports these definitions.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date
 
 from dagster import (
     AssetExecutionContext,
@@ -15,9 +15,9 @@ from dagster import (
     HourlyPartitionsDefinition,
 )
 
+from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
 
-DAY = timedelta(days=1)
 # The key format of the archive's hourly ingestion partitions.
 HOUR_KEY = "%Y-%m-%d-%H:%M"
 
@@ -28,7 +28,7 @@ def event_partitions(spec: StreamSpec) -> DailyPartitionsDefinition:
 
 def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
     # The first event day can be fed by files ingested the hour before it (producers' clock skew).
-    first = datetime.combine(spec.first_partition - DAY, datetime.min.time())
+    first = midnight(spec.first_partition) - DAY
     return HourlyPartitionsDefinition(start_date=first.strftime(HOUR_KEY), timezone="UTC")
 
 
@@ -41,7 +41,7 @@ def backfill_policy(max_partitions_per_run: int | None) -> BackfillPolicy:
 
 def days_between(start: date, end: date) -> list[date]:
     """The days d with start <= d < end."""
-    return [start + timedelta(days=i) for i in range((end - start).days)]
+    return [start + i * DAY for i in range((end - start).days)]
 
 
 def window_days(context: AssetExecutionContext) -> tuple[date, date, list[str]]:

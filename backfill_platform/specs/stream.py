@@ -17,7 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from backfill_platform import settings
 from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
-from backfill_platform.specs.durations import parse_duration
+from backfill_platform.specs.durations import HOUR, parse_duration
 
 TimeFormat = Literal["iso8601", "epoch_millis"]
 # Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
@@ -327,10 +327,10 @@ class StreamSpec(SpecModel):
 
     @model_validator(mode="after")
     def _horizon_covers_lateness(self) -> StreamSpec:
-        if self.refresh_horizon <= self.allowed_lateness + timedelta(hours=1):
+        if self.refresh_horizon <= self.allowed_lateness + HOUR:
             raise ValueError(
                 f"refresh_horizon {self.refresh_horizon} must exceed allowed_lateness + 1h "
-                f"({self.allowed_lateness + timedelta(hours=1)}): no day would settle inside it"
+                f"({self.allowed_lateness + HOUR}): no day would settle inside it"
             )
         return self
 

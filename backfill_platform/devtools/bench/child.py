@@ -11,11 +11,12 @@ import json
 import resource
 import sys
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from backfill_platform.devtools.bench.measure import event_log_settings, vm_hwm_kib
+from backfill_platform.specs.durations import DAY, midnight
 
 EVENTS = ("raw", "playback_events")
 PLATFORM_ASSETS = {
@@ -92,14 +93,14 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
         # Untimed: the days before, so that the timed run finds a warm JVM and session, as a
         # long-lived process would.
         warm_up = start - timedelta(days=spec["warm_up_days"])
-        tags = range_tags(warm_up.date(), (start - timedelta(days=1)).date())
+        tags = range_tags(warm_up.date(), (start - DAY).date())
         if not materialize(assets, resources={"spark": spark}, tags=tags, run_config=quiet("ERROR")).success:
             raise SystemExit(f"bench warm-up of {spec['variant']} failed")
     began = time.time()
     result = materialize(
         assets,
         resources={"spark": spark},
-        tags=range_tags(start.date(), (end - timedelta(days=1)).date()),
+        tags=range_tags(start.date(), (end - DAY).date()),
         run_config=quiet("ERROR"),
     )
     ended = time.time()
@@ -113,8 +114,8 @@ RUNNERS = {"baseline": run_spark_baseline, "duckdb": run_duckdb_baseline}
 
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
-    start = datetime.combine(date.fromisoformat(spec["start"]), datetime.min.time(), tzinfo=UTC)
-    end = start + timedelta(days=spec["days"])
+    start = midnight(spec["start"])
+    end = start + spec["days"] * DAY
     runner = RUNNERS.get(spec["variant"], run_platform)
     began, ended = runner(spec, start, end)
     result = {"job_began": began, "job_ended": ended, **_stop_spark()}

@@ -29,9 +29,9 @@ from rich.console import Console
 from backfill_platform import settings
 from backfill_platform.devtools.bench.baselines import DUCKDB_TABLE, SPARK_TABLE
 from backfill_platform.devtools.bench.measure import event_log_settings, read_back, spark_figures
+from backfill_platform.specs.durations import DAY, HOUR, midnight
 
 STREAM = "playback"
-HOUR = timedelta(hours=1)
 RESULT_FILE = "result.json"
 
 
@@ -110,8 +110,8 @@ def window_files(archive: Archive, first: date, days: int) -> list[str]:
     from backfill_platform.specs.stream import check_archive_root
 
     stream = _stream()
-    start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
-    low, high = read_window(stream, start, start + timedelta(days=days))
+    start = midnight(first)
+    low, high = read_window(stream, start, start + days * DAY)
     root = check_archive_root(stream.archive, archive.data_dir)
     hour, files = low.replace(minute=0, second=0, microsecond=0), []
     while hour < high:
@@ -141,7 +141,7 @@ def plan(config: BenchConfig, large: Archive, small: Archive | None) -> list[Run
             if config.range_days > 1:
                 # A 1-day refresh in a process whose JVM already ran the day before: the daily runs
                 # minus what a fresh process pays (JVM, session, first catalog call, JIT warm-up).
-                add("backfill", "warm", small, config.start + timedelta(days=1), 1)
+                add("backfill", "warm", small, config.start + DAY, 1)
         if config.short_days and config.long_days:
             add("backfill", "short", small, config.start, config.short_days)
             add("backfill", "long", small, config.start, config.long_days)
@@ -215,8 +215,8 @@ def execute(run: Run, index: int) -> dict:
     child = json.loads(Path(spec["result"]).read_text())
     table = {"baseline": SPARK_TABLE, "duckdb": DUCKDB_TABLE}.get(run.variant, f"raw.{STREAM}_events")
     catalog_name = settings.env_or(settings.CATALOG_NAME_ENV, "lake")
-    start = datetime.combine(run.first, datetime.min.time(), tzinfo=UTC)
-    back = read_back(run.run_dir, catalog_name, table, start, start + timedelta(days=run.days))
+    start = midnight(run.first)
+    back = read_back(run.run_dir, catalog_name, table, start, start + run.days * DAY)
     figures = (
         spark_figures(Path(spec["event_log"]), back["snapshot_ms"], since_ms=child["job_began"] * 1000)
         if run.variant != "duckdb"

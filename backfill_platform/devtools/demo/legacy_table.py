@@ -6,7 +6,7 @@ namespaces — no shadow, no checks — the way production was written before th
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 
 from pyspark.sql import SparkSession
 
@@ -14,6 +14,7 @@ from backfill_platform.lakehouse.tables import in_range, replace_range, table_id
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.tables.dataset_tables import conform, ensure_dataset_table
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
 
 LEGACY_NAMESPACE = "legacy"
@@ -25,8 +26,9 @@ def write_legacy_table(
     """Compute [start, end) with `version` into `legacy.<dataset>`; return the table identifier."""
     target = table_id(spark, LEGACY_NAMESPACE, spec.name)
     ensure_dataset_table(spark, spec, target)
-    window = [datetime.combine(d, datetime.min.time(), tzinfo=UTC) for d in (start, end)]
-    events = spark.table(events_table(spark, stream)).where(in_range("event_time", *window))
+    events = spark.table(events_table(spark, stream)).where(
+        in_range("event_time", midnight(start), midnight(end))
+    )
     output = conform(spec.versions[version].load_transform()(events), spec, version)
     replace_range(output, target, spec.partition_column, start, end, {"written-by": f"legacy {version} job"})
     return target

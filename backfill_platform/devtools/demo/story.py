@@ -26,6 +26,7 @@ from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.partitions import ingestion_partitions
 from backfill_platform.pipeline.promotion.adopt import adopt
 from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
+from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.loader import load_specs
 
 console = Console(width=140)
@@ -63,7 +64,7 @@ def reset_lakehouse() -> None:
 def run_demo(start: date, days: int, events_per_day: int) -> None:
     began = time.monotonic()
     last = start + timedelta(days=days - 1)
-    end = last + timedelta(days=1)
+    end = last + DAY
     console.rule("[bold]backfill_platform demo")
     console.print(f"data directory: {settings.data_dir()} (lakehouse reset; Dagster runs kept for `make ui`)")
     reset_lakehouse()

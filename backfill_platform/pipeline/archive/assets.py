@@ -1,7 +1,7 @@
 """The archive asset: an observable source, partitioned by ingestion hour."""
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from dagster import (
     AssetKey,
@@ -16,6 +16,7 @@ from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import archive_for, list_files, manifest_fingerprint
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
+from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
 OBSERVE_ALL_TAG = "backfill_platform/observe_all"
@@ -78,8 +79,8 @@ def observation_start(spec: StreamSpec, first: datetime, now: datetime, full: bo
     if full:
         return first
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    first_day = day - spec.refresh_horizon - timedelta(days=1)
-    bound, _ = read_window(spec, first_day, first_day + timedelta(days=1))
+    first_day = day - spec.refresh_horizon - DAY
+    bound, _ = read_window(spec, first_day, first_day + DAY)
     return max(first, bound.replace(minute=0))
 
 

@@ -15,11 +15,12 @@ import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from backfill_platform import settings
+from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.stream import StreamSpec, check_archive_root
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
     from backfill_platform.pipeline.archive.s3 import S3Archive, S3ReadConfig
 
-HOUR = timedelta(hours=1)
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 _KEPT_PREFIX = 1024  # bytes of an over-long line kept in its quarantine record

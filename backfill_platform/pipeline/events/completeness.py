@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
 from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.specs.durations import HOUR, day_bounds, midnight
 from backfill_platform.specs.stream import StreamSpec
-
-DAY = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,13 @@ class DayCompleteness:
 
 def day_horizon(spec: StreamSpec, day: date) -> datetime:
     """The moment a day settles: its end + the allowed lateness + the one hour its last file may take."""
-    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-    return read_window(spec, start, start + DAY)[1]
+    return read_window(spec, *day_bounds(day))[1]
 
 
 def required_hours(spec: StreamSpec, day: date) -> list[datetime]:
     """The ingestion hours a day's read window needs, from the stream's first day on (none exist before)."""
-    start = datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-    stream_start = datetime.combine(spec.first_partition, datetime.min.time(), tzinfo=UTC)
-    return [h for h in hours(*read_window(spec, start, start + DAY)) if h >= stream_start]
+    stream_start = midnight(spec.first_partition)
+    return [h for h in hours(*read_window(spec, *day_bounds(day))) if h >= stream_start]
 
 
 def completeness(
@@ -69,14 +66,14 @@ def completeness(
     result = {}
     for day in days:
         needed = required_hours(spec, date.fromisoformat(day))
-        due = [h for h in needed if h + timedelta(hours=1) <= now]
+        due = [h for h in needed if h + HOUR <= now]
         horizon = day_horizon(spec, date.fromisoformat(day))
         result[day] = DayCompleteness(
             day=day,
             horizon=horizon,
             horizon_passed=horizon <= now,
             missing_hours=[] if spec.allow_empty_hours else [h for h in due if h not in present],
-            pending_hours=[h for h in needed if h + timedelta(hours=1) > now],
+            pending_hours=[h for h in needed if h + HOUR > now],
         )
     return result
 
@@ -85,7 +82,7 @@ def format_hours(values: list[datetime]) -> str:
     """Consecutive hours as ranges: `2026-10-03 05:00 to 06:59, 2026-10-03 09:00 to 09:59`."""
     runs: list[list[datetime]] = []
     for hour in sorted(values):
-        if runs and hour - runs[-1][-1] == timedelta(hours=1):
+        if runs and hour - runs[-1][-1] == HOUR:
             runs[-1].append(hour)
         else:
             runs.append([hour])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +22,7 @@ from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, Unl
 from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records, read_lines
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.stream import StreamSpec, events_columns
 
 
@@ -146,8 +147,7 @@ def ingest_window(
         )
         # Windows of neighbouring days overlap, so per-day file counts do not add up to the run's.
         for day, figures in partitions.items():
-            day_start = datetime.combine(date.fromisoformat(day), datetime.min.time(), tzinfo=start.tzinfo)
-            low, high = read_window(spec, day_start, day_start + timedelta(days=1))
+            low, high = read_window(spec, *day_bounds(day))
             figures.archive_files = sum(1 for f in files if low <= f.ingestion_hour < high)
     finally:
         ddl.shutdown(wait=True)
@@ -169,8 +169,7 @@ def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
     scan = getattr(archive, "unlisted_files", None)
     if scan is None:
         return []
-    first = datetime.combine(spec.first_partition, datetime.min.time(), tzinfo=UTC)
-    first_hour = read_window(spec, first, first + timedelta(days=1))[0]
+    first_hour = read_window(spec, *day_bounds(spec.first_partition))[0]
     return scan(first_hour.replace(minute=0, second=0, microsecond=0), spec.archive.max_line_bytes)
 
 

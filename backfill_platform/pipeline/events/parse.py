@@ -8,16 +8,17 @@ in exactly one partition's figures, whichever windows happen to read it.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.lakehouse.tables import in_range
-from backfill_platform.pipeline.archive.listing import HOUR, ArchiveFile, iter_lines
+from backfill_platform.pipeline.archive.listing import ArchiveFile, iter_lines
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES
+from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec
 
 CORRUPT = "_corrupt_record"
@@ -216,10 +217,6 @@ def _micros(value: timedelta) -> int:
     return value // timedelta(microseconds=1)
 
 
-def _utc_start(day: date) -> datetime:
-    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
-
-
 def _one_object(line: Column) -> Column:
     """Whether `line` is exactly one JSON object, with nothing but whitespace around it.
 
@@ -295,7 +292,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     event_time = _by_version(spec, {v.version: _event_time(spec, v) for v in spec.schema_versions})
     event_id = F.trim(_raw(spec.event_id_field))
 
-    first = _utc_start(spec.first_partition)
+    first = midnight(spec.first_partition)
     # Admissible in the ingestion hour [hb, hb + 1h): hb + 1h - read_after <= t < hb + read_before.
     earliest_us = _micros(HOUR - read_after(spec.allowed_lateness))
     ahead_us = _micros(read_before(spec.clock_skew))
@@ -372,7 +369,7 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     admissible = F.col("_reason").isNull()
     h_us = F.unix_micros("_ingestion_time")
     midnight_us = F.unix_micros(F.date_trunc("day", "_attributed_time"))
-    day_us = 86_400_000_000
+    day_us = _micros(DAY)
     before_us = _micros(read_before(spec.clock_skew))
     after_us = _micros(read_after(spec.allowed_lateness))
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
 from dagster import AssetKey, AssetObservation
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours, manifest_fingerprint
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
-from backfill_platform.pipeline.partitions import DAY, HOUR_KEY
+from backfill_platform.pipeline.partitions import HOUR_KEY
+from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -45,7 +46,7 @@ def read_observations(
         by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
     versions = {hour: manifest_fingerprint(fs) for hour, fs in by_hour.items()}
     for day in days:
-        version = read_version(versions, window_hours(spec, day_start(day)))
+        version = read_version(versions, window_hours(spec, midnight(day)))
         yield AssetObservation(
             asset_key=key,
             partition=day,
@@ -63,7 +64,3 @@ def decode_read(value: str) -> tuple[str, float] | None:
     """`(read version, epoch seconds)` of a recorded read; None for other data versions of the asset."""
     version, _, at = value.partition("@")
     return (version, float(at)) if at else None
-
-
-def day_start(day: str) -> datetime:
-    return datetime.fromisoformat(day).replace(tzinfo=UTC)

@@ -32,10 +32,10 @@ from backfill_platform.pipeline.ledger.commits import (
     validation_runs,
 )
 from backfill_platform.pipeline.ledger.ledger import LedgerRow, ddl, ensure_ledger, ledger, ledger_table
-from backfill_platform.pipeline.partitions import DAY
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY
 
 Key = tuple[str, date, str]  # (version, partition, run_id) of a ledger row
 FACTS = ("promoted_snapshot_id", "promotion_run_id", "reverted_snapshot_id")

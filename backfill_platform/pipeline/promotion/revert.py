@@ -27,11 +27,11 @@ from backfill_platform.pipeline.ledger.commits import (
     production_commits,
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
-from backfill_platform.pipeline.partitions import DAY
 from backfill_platform.pipeline.promotion.promote import fence_options
 from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import DAY
 
 
 class RevertRefused(RuntimeError):

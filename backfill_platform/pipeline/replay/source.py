@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 
 ORDER = [("event_time", "ascending"), ("event_id", "ascending")]
@@ -28,10 +29,6 @@ class Event:
     event_id: str
     event_time: datetime
     data: bytes  # the JSON object sent to Kinesis
-
-
-def day_start(day: date) -> datetime:
-    return datetime.combine(day, time.min, tzinfo=UTC)
 
 
 def iso_utc(value: datetime) -> str:
@@ -57,7 +54,7 @@ class EventSource:
         start: date,
         end: date,
         snapshot_id: int | None = None,
-        slice_size: timedelta = timedelta(hours=1),
+        slice_size: timedelta = HOUR,
     ) -> None:
         from pyiceberg.exceptions import NoSuchTableError
 
@@ -96,7 +93,7 @@ class EventSource:
     def count(self) -> int:
         if self.snapshot_id is None:
             return 0
-        return self._scan(day_start(self.start), day_start(self.end)).count()
+        return self._scan(midnight(self.start), midnight(self.end)).count()
 
     def events(self, after: tuple[datetime, str] | None = None) -> Iterator[Event]:
         """Every event of the range in (event_time, event_id) order, or only those after `after`."""
@@ -104,7 +101,7 @@ class EventSource:
 
         if self.snapshot_id is None:
             return
-        low, end = day_start(self.start), day_start(self.end)
+        low, end = midnight(self.start), midnight(self.end)
         if after is not None:
             after_time, after_id = after
             # Skip the slices before the position without reading them.

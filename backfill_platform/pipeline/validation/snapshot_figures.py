@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +29,7 @@ from backfill_platform.pipeline.validation.buckets import (
 )
 from backfill_platform.pipeline.validation.checksums import day_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import day_bounds
 
 _LIMIT = 64
 _CACHE: OrderedDict[Hashable, object] = OrderedDict()
@@ -69,16 +70,11 @@ def table_figures(
     return _remembered(key, compute)
 
 
-def _day_bounds(days: list[str]) -> tuple[datetime, datetime]:
-    first, last = date.fromisoformat(min(days)), date.fromisoformat(max(days))
-    start = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
-    return start, datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-
-
 def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
     """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
-    start, end = _day_bounds(days)
-    return read_at(spark, identifier, snapshot_id).where(in_range("event_time", start, end))
+    return read_at(spark, identifier, snapshot_id).where(
+        in_range("event_time", *day_bounds(min(days), max(days)))
+    )
 
 
 def events_expectations(
