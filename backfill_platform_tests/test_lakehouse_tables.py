@@ -57,6 +57,7 @@ def test_read_at_an_older_snapshot_reads_its_rows_as_version_as_of_does(spark, s
     assert pinned.where(F.col("label").isNotNull()).count() == 0
     # Row hashes skip nulls: the fingerprint is the one of the snapshot under its own schema.
     assert checksum(pinned) == checksum(version_as_of)
+    assert checksum(pinned).rows == 2
 
 
 def test_read_at_the_current_snapshot_or_none_reads_the_table_as_it_is(spark, snapshots):

@@ -27,6 +27,7 @@ from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, run
 
@@ -99,7 +100,9 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
     production = partition_fingerprints(
         read_range(spark, production_table(spark, spec), spec, D1, D3, adopted), spec, [D1, D2]
     )
-    assert {r["partition"].isoformat(): (r["shadow_rows"], r["shadow_row_hash"]) for r in rows} == production
+    assert {
+        r["partition"].isoformat(): Fingerprint.recorded(r.asDict(), "shadow") for r in rows
+    } == production
     assert {(r["run_id"], r["promoted_snapshot_id"], r["promotion_run_id"], r["reason"]) for r in rows} == {
         (f"adopt-{adopted}", adopted, "tester", "legacy")
     }

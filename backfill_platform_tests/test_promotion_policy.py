@@ -31,6 +31,7 @@ from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, failed_checks, run
 from backfill_platform_tests.transforms import FLAKY_DAY
 
@@ -55,7 +56,7 @@ def adopted_legacy(spark, spec, playback) -> int:
     return adopt(spark, spec, legacy, D1, END, reason="legacy history")
 
 
-def fingerprints(spark, spec, snapshot: int | None = None) -> dict[str, tuple[int, str]]:
+def fingerprints(spark, spec, snapshot: int | None = None) -> dict[str, Fingerprint]:
     table = production_table(spark, spec)
     return partition_fingerprints(read_range(spark, table, spec, D1, END, snapshot), spec, DAYS_1_3)
 
@@ -64,7 +65,7 @@ def summary_of(spark, spec, promotion) -> dict[str, str]:
     return snapshot_summary(spark, production_table(spark, spec), promotion.snapshot_id)
 
 
-def shadow_fingerprints(spark, spec) -> dict[str, tuple[int, str]]:
+def shadow_fingerprints(spark, spec) -> dict[str, Fingerprint]:
     shadow = read_range(spark, shadow_table(spark, spec, spec.active_version), spec, D1, END)
     return partition_fingerprints(shadow, spec, DAYS_1_3)
 
@@ -91,8 +92,8 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
     assert promotion.verified and promotion.day_verified(d1) and not promotion.day_verified(d2)
     assert summary_of(spark, spec, promotion)[PROVISIONAL_DAYS] == ",".join(promotion.provisional_days)
     shadow = shadow_fingerprints(spark, spec)
-    assert promotion.rows_by_day == {d1: shadow[d1][0], d3: shadow[d3][0]}
-    assert promotion.rows == shadow[d1][0] + shadow[d3][0]
+    assert promotion.rows_by_day == {d1: shadow[d1].rows, d3: shadow[d3].rows}
+    assert promotion.rows == shadow[d1].rows + shadow[d3].rows
     assert current_snapshot_id(spark, table) == promotion.snapshot_id
     summary = snapshot_summary(spark, table, promotion.snapshot_id)
     assert int(summary["parent-id"]) == adopted  # one commit
@@ -114,7 +115,7 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
 
     # Revert restores exactly the promoted days, in one commit, and the ledger records it.
     reverted = revert_promotion(spark, spec, promotion.snapshot_id, reason="per-day revert")
-    assert reverted.days == [d1, d3] and reverted.rows_by_day == {d1: legacy[d1][0], d3: legacy[d3][0]}
+    assert reverted.days == [d1, d3] and reverted.rows_by_day == {d1: legacy[d1].rows, d3: legacy[d3].rows}
     assert fingerprints(spark, spec) == legacy
     revert_summary = snapshot_summary(spark, table, reverted.snapshot_id)
     assert revert_summary[DAYS] == f"{d1},{d3}"
@@ -169,4 +170,4 @@ def test_replace_days_refuses_rows_of_other_days(ready, spark, spark_resource, p
         r[0]: r[1]
         for r in read_range(spark, target, spec, D1, END).groupBy(spec.partition_column).count().collect()
     }
-    assert counts == {D2: kept[D2.isoformat()][0]}
+    assert counts == {D2: kept[D2.isoformat()].rows}

@@ -30,6 +30,7 @@ from backfill_platform.ops.ledger_view import (
     ledger_rows,
     production_label,
 )
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
 
 STATE_STYLE = {"stale": "yellow", "blocked": "red", "provisional": "cyan", "promoted": "green"}
@@ -47,12 +48,14 @@ class DayStatus:
 
 def day_state(validation: Row | None, production: Row | None, ingestion: Row | None) -> tuple[str, str]:
     """(state, detail) of one day; see the module docstring for the order."""
-    if validation is not None and ingestion is not None:
-        judged = (validation.get("events_rows"), validation.get("events_row_hash"))
-        if judged != (ingestion.get("events_rows"), ingestion.get("events_row_hash")):
-            return "stale", (
-                f"events re-derived in run {ingestion['run_id']} after validation run {validation['run_id']}"
-            )
+    if (
+        validation is not None
+        and ingestion is not None
+        and Fingerprint.recorded(validation, "events") != Fingerprint.recorded(ingestion, "events")
+    ):
+        return "stale", (
+            f"events re-derived in run {ingestion['run_id']} after validation run {validation['run_id']}"
+        )
     if ingestion is not None and ingestion["checks_passed"] is False:
         return "blocked", f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
     if validation is not None and not validation["checks_passed"]:

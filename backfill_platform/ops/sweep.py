@@ -48,6 +48,7 @@ from backfill_platform.pipeline.validation.buckets import (
     events_figures,
     partition_fingerprints,
 )
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import DAY, day_bounds
 from backfill_platform.specs.stream import StreamSpec
@@ -61,7 +62,7 @@ class DaySweep:
     rows: int
     expected_rows: int
     sums: dict[str, tuple[int, int]]  # column -> (production, events imply)
-    fingerprint: tuple[int, str]  # production's (rows, row hash sum)
+    fingerprint: Fingerprint  # production's
     recorded: Row | None  # the ledger row production holds for the day
     problems: list[str] = field(default_factory=list)
 
@@ -99,18 +100,18 @@ class Sweep:
         ]
 
 
-def fingerprint_problem(fingerprint: tuple[int, str], recorded: Row | None) -> str | None:
+def fingerprint_problem(fingerprint: Fingerprint, recorded: Row | None) -> str | None:
     """How production's fingerprint of a day differs from what the ledger recorded at promotion."""
-    rows, row_hash = fingerprint
     if recorded is None:
-        return None if rows == 0 else f"{rows:,} rows the ledger never recorded a promotion or adoption of"
-    if recorded.get("shadow_row_hash") is None:
-        return None  # recorded before fingerprints were: nothing to compare with
-    if (rows, row_hash) == (recorded["shadow_rows"], recorded["shadow_row_hash"]):
-        return None
+        if fingerprint.rows == 0:
+            return None
+        return f"{fingerprint.rows:,} rows the ledger never recorded a promotion or adoption of"
+    promoted = Fingerprint.recorded(recorded, "shadow")
+    if promoted is None or fingerprint == promoted:
+        return None  # unchanged, or recorded before fingerprints were: nothing to compare with
     return (
-        f"changed behind the platform's back: {rows:,} rows (hash sum {row_hash}), the ledger recorded "
-        f"{recorded['shadow_rows']:,} rows (hash sum {recorded['shadow_row_hash']}) at snapshot "
+        f"changed behind the platform's back: {fingerprint.rows:,} rows (hash sum {fingerprint.row_hash}), "
+        f"the ledger recorded {promoted.rows:,} rows (hash sum {promoted.row_hash}) at snapshot "
         f"{recorded['promoted_snapshot_id']}"
     )
 

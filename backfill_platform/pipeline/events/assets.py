@@ -124,7 +124,7 @@ def build_events_asset(
         fingerprints, nulls = day_fingerprints_and_nulls(
             written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
         )
-        rows_by_day = {day: rows for day, (rows, _) in fingerprints.items()}
+        rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
         verdicts = [
             *reconciliation_check(session, spec, result, rows_by_day, window.start, window.end),
             *quarantine_ratio_check(spec, result),
@@ -142,8 +142,7 @@ def build_events_asset(
         day_metadata = {
             day: {
                 **partition_metadata(result.partitions[day]),
-                "events_rows": fingerprints[day][0],
-                "events_hash_sum": fingerprints[day][1],
+                **fingerprints[day].metadata(),
                 "checks_passed": day not in failed,
                 "provisional": day in provisional,
             }

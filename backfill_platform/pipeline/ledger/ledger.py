@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.snapshots import iceberg_table
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, table_id
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
@@ -200,7 +201,7 @@ def record_ingestions(
     result,
     run_id: str,
     failed: dict[str, list[str]],
-    fingerprints: dict[str, tuple[int, str]],
+    fingerprints: dict[str, Fingerprint],
     provisional: Collection[str] = (),
 ) -> None:
     """One `platform.ingestions` row per event-time day of an events run: figures, verdicts, and the
@@ -224,8 +225,7 @@ def record_ingestions(
                 events_snapshot_id=result.events_snapshot_id,
                 checks_passed=not failed.get(day),
                 failed_checks=",".join(failed.get(day, [])) or None,
-                events_rows=fingerprints[day][0],
-                events_row_hash=fingerprints[day][1],
+                **fingerprints[day].columns("events"),
                 provisional=day in provisional,
                 run_seconds=result.seconds,
             )
@@ -243,9 +243,9 @@ def record_validation(
     version: str,
     snapshot: int | None,
     validation: ShadowValidation,
-    fingerprints: dict[str, tuple[int, str]],
+    fingerprints: dict[str, Fingerprint],
     ingestions: dict[str, dict],
-    events_fingerprints: dict[str, tuple[int, str]],
+    events_fingerprints: dict[str, Fingerprint],
 ) -> None:
     """One ledger row per partition: the ingestion and the exact events it came from, what the shadow
     holds, the verdicts."""
@@ -270,14 +270,12 @@ def record_validation(
                 quarantined=ingestion.get("quarantined"),
                 late=ingestion.get("late"),
                 shadow_snapshot_id=snapshot,
-                shadow_rows=fingerprints[day][0],
-                shadow_row_hash=fingerprints[day][1],
+                **fingerprints[day].columns("shadow"),
                 checks_passed=validation.passed(day),
                 failed_checks=",".join(validation.failed.get(day, [])) or None,
                 check_digest=validation.digest,
                 diverging_rows=validation.divergence.partitions[day].diverging,
-                events_rows=events_fingerprints[day][0],
-                events_row_hash=events_fingerprints[day][1],
+                **events_fingerprints[day].columns("events"),
                 provisional=bool(ingestion.get("provisional")),
             )
         )

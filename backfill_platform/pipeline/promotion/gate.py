@@ -14,6 +14,7 @@ from datetime import date
 from pyspark.sql import SparkSession
 
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
 
 
@@ -25,16 +26,17 @@ def gate_problems(
     spark: SparkSession,
     spec: DatasetSpec,
     version: str,
-    shadow: dict[str, tuple[int, str]],
+    shadow: dict[str, Fingerprint],
     days: list[date],
-    events: dict[str, tuple[int, str]],
+    events: dict[str, Fingerprint],
 ) -> tuple[dict[str, dict], dict[str, str]]:
     """Judge each day on its own: (the ledger rows that validated the promotable days, day → reason
     for the others). Every day of `days` is in exactly one of the two.
 
     A day is promotable when its latest validation passed its blocking checks, the shadow still holds
-    exactly what was validated (`shadow`: each day's rows and hash sum about to be promoted), and the events are still the ones it was computed
-    from: `events` is each day's (rows, hash sum) of the events table now, and a validation computed
+    exactly what was validated (`shadow`: each day's fingerprint about to be promoted), and the events are
+    still the ones it was computed from: `events` is each day's fingerprint of the events table now, and
+    a validation computed
     from other events (re-derived since) is stale, however good its verdicts were.
     """
     current = shadow
@@ -47,9 +49,9 @@ def gate_problems(
             problems[day] = f"the checks of shadow {version} never ran"
         elif not record["checks_passed"]:
             problems[day] = f"blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
-        elif (record["shadow_rows"], record["shadow_row_hash"]) != current[day]:
+        elif Fingerprint.recorded(record, "shadow") != current[day]:
             problems[day] = f"the shadow changed after its validation in run {record['run_id']}"
-        elif (record.get("events_rows"), record.get("events_row_hash")) != events[day]:
+        elif Fingerprint.recorded(record, "events") != events[day]:
             problems[day] = (
                 f"the events changed since shadow {version} was validated in run {record['run_id']}"
                 f" (re-derived from the archive); re-materialize shadow {version} for this day"

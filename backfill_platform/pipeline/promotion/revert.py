@@ -97,7 +97,7 @@ def revert_promotion(
         previous = read_range(spark, target, spec, start, end, parent).where(
             F.col(spec.partition_column).isin(days)
         )
-    restored = {day: rows for day, (rows, _) in partition_fingerprints(previous, spec, days).items()}
+    restored = {day: fp.rows for day, fp in partition_fingerprints(previous, spec, days).items()}
     snapshot = replace_days(
         previous,
         target,

@@ -44,6 +44,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     shadow_table,
 )
 from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, events_figures
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import events_expectations, table_figures
 from backfill_platform.pipeline.validation.verdicts import day_outcomes
@@ -206,7 +207,7 @@ def build_shadow_asset(
 
 
 def day_metadata(
-    spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, tuple[int, str]]
+    spec: DatasetSpec, validation: ShadowValidation, fingerprints: dict[str, Fingerprint]
 ) -> dict[str, dict]:
     """Per-day numbers (rows, sums, divergence, verdict) that the UI plots across partitions."""
     result = {}
@@ -218,8 +219,7 @@ def day_metadata(
             for rule in spec.reconciliation
         }
         result[day] = {
-            "rows": fingerprints[day][0],
-            "row_hash_sum": fingerprints[day][1],
+            **fingerprints[day].metadata(),
             **sums,
             "diverging_rows": validation.divergence.partitions[day].diverging,
             "checks_passed": validation.passed(day),

@@ -17,6 +17,7 @@ from backfill_platform.pipeline.validation.buckets import (
     failing_buckets,
     null_keys_of,
 )
+from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.divergence import compare
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.schema import pandera_schema, validate_schema
@@ -161,7 +162,7 @@ def divergence_check(
 
 
 def events_validated_check(
-    days: list[str], ingestions: dict[str, dict], events: dict[str, tuple[int, str]]
+    days: list[str], ingestions: dict[str, dict], events: dict[str, Fingerprint]
 ) -> list[DayVerdict]:
     """Each day's events were ingested, passed their own blocking checks, and are still those events.
 
@@ -178,12 +179,12 @@ def events_validated_check(
             problem = "ingested before verdicts were recorded: re-materialize the events of this day"
         elif not ingestion["checks_passed"]:
             problem = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
-        elif (ingestion.get("events_rows"), ingestion.get("events_row_hash")) != events[day]:
+        elif Fingerprint.recorded(ingestion, "events") != events[day]:
             problem = f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
         else:
             problem = None
         metadata = {
-            "events_rows": events[day][0],
+            "events_rows": events[day].rows,
             "events_run": ingestion["run_id"] if ingestion else "none",
             "provisional": bool(ingestion and ingestion.get("provisional")),
             "problem": problem or "none",
@@ -201,7 +202,7 @@ def validate_shadow(
     production: DataFrame,
     days: list[str],
     ingestions: dict[str, dict],
-    events_fingerprints: dict[str, tuple[int, str]],
+    events_fingerprints: dict[str, Fingerprint],
     max_divergence_ratio: float | None,
 ) -> ShadowValidation:
     """Every check of a shadow range, from the events' expectation (`buckets.events_figures`) and the

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from backfill_platform.pipeline.validation.checksums import day_fingerprints, hash_sum
+from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.specs.dataset import DatasetSpec
 
@@ -76,9 +76,9 @@ def _filtered(expression: str, condition: str) -> str:
 
 def events_figures(
     events: DataFrame, spec: DatasetSpec, days: list[str]
-) -> tuple[dict[Bucket, BucketFigures], dict[str, tuple[int, str]]]:
+) -> tuple[dict[Bucket, BucketFigures], dict[str, Fingerprint]]:
     """Rows and reconciliation sums per bucket as the events imply them, and the events' per-day
-    fingerprints (rows, hash sum over every column), in one aggregation over the events.
+    fingerprints (over every column), in one aggregation over the events.
 
     Each filter's aggregates are computed with `FILTER (WHERE …)` beside a count of the rows it
     matches; a bucket is expected (and a filter's values set) exactly when that count is not zero:
@@ -108,8 +108,7 @@ def events_figures(
         )
         for bucket, v in values.items()
     }
-    fingerprints = {d: (rows[d], str(hashes[d])) if d in rows else (0, "0") for d in days}
-    return expected, fingerprints
+    return expected, _fingerprints(rows, hashes, days)
 
 
 def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
@@ -143,15 +142,19 @@ def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFi
     }
 
 
-def day_fingerprints_of(figures: dict[Bucket, BucketFigures], days: list[str]) -> dict[str, tuple[int, str]]:
-    """(rows, row hash sum) per day from bucket figures: the same numbers `partition_fingerprints`
-    computes from the table, since a day's hash sum is the exact sum of its buckets' hash sums."""
+def day_fingerprints_of(figures: dict[Bucket, BucketFigures], days: list[str]) -> dict[str, Fingerprint]:
+    """Each day's fingerprint from bucket figures: the same as `partition_fingerprints` computes from
+    the table, since a day's hash sum is the exact sum of its buckets' hash sums."""
     rows: dict[str, int] = defaultdict(int)
     hashes: dict[str, int] = defaultdict(int)
     for (day, _hour), figure in figures.items():
         rows[day] += figure.rows
         hashes[day] += int(figure.row_hash)
-    return {d: (rows[d], str(hashes[d])) if d in rows else (0, "0") for d in days}
+    return _fingerprints(rows, hashes, days)
+
+
+def _fingerprints(rows: dict[str, int], hashes: dict[str, int], days: list[str]) -> dict[str, Fingerprint]:
+    return {d: Fingerprint(rows[d], str(hashes[d])) if d in rows else Fingerprint.EMPTY for d in days}
 
 
 def null_keys_of(figures: dict[Bucket, BucketFigures], spec: DatasetSpec) -> dict[str, int]:
@@ -159,10 +162,8 @@ def null_keys_of(figures: dict[Bucket, BucketFigures], spec: DatasetSpec) -> dic
     return {c: sum(f.null_keys.get(c, 0) for f in figures.values()) for c in spec.key_columns}
 
 
-def partition_fingerprints(
-    table: DataFrame, spec: DatasetSpec, days: list[date]
-) -> dict[str, tuple[int, str]]:
-    """(rows, row hash sum) per partition; an empty partition is (0, '0')."""
+def partition_fingerprints(table: DataFrame, spec: DatasetSpec, days: list[date]) -> dict[str, Fingerprint]:
+    """Each partition's fingerprint over the declared columns; an empty partition's is `Fingerprint.EMPTY`."""
     return day_fingerprints(
         table.select(*spec.columns), F.col(spec.partition_column), [d.isoformat() for d in days]
     )

@@ -27,7 +27,7 @@ from backfill_platform.pipeline.validation.buckets import (
     actual_figures,
     events_figures,
 )
-from backfill_platform.pipeline.validation.checksums import day_fingerprints
+from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import day_bounds
 
@@ -79,7 +79,7 @@ def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, da
 
 def events_expectations(
     spark: SparkSession, identifier: str, spec: DatasetSpec, days: list[str], snapshot_id: int
-) -> tuple[dict[Bucket, BucketFigures], dict[str, tuple[int, str]]]:
+) -> tuple[dict[Bucket, BucketFigures], dict[str, Fingerprint]]:
     """What the events at `snapshot_id` imply for the dataset's buckets, and each day's fingerprint."""
     key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
     expected, fingerprints = events_figures(_events_at(spark, identifier, snapshot_id, days), spec, days)
@@ -87,13 +87,13 @@ def events_expectations(
     return expected, fingerprints
 
 
-def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, tuple[int, str]]:
-    """Each day's (rows, hash sum) of the events table as it is now."""
+def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, Fingerprint]:
+    """Each day's fingerprint of the events table as it is now."""
     if not table_exists(spark, identifier):
-        return dict.fromkeys(days, (0, "0"))
+        return dict.fromkeys(days, Fingerprint.EMPTY)
     snapshot_id = current_snapshot_id(spark, identifier)
 
-    def compute() -> dict[str, tuple[int, str]]:
+    def compute() -> dict[str, Fingerprint]:
         events = _events_at(spark, identifier, snapshot_id, days)
         return day_fingerprints(events, F.to_date("event_time"), days)
 
