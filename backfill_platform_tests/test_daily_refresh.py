@@ -52,6 +52,7 @@ from backfill_platform.orchestration.automation.sensor import SENSOR_NAME
 from backfill_platform.pipeline.archive.listing import archive_for, list_files
 from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
@@ -523,7 +524,7 @@ def lake_state(spark, live: LiveStream) -> dict[str, DayState]:
         ]
         assert promoted, (day, mine)
         current = max(promoted, key=lambda r: r["promoted_at"])
-        latest = max(mine, key=lambda r: r["recorded_at"])
+        latest = max(mine, key=latest_key)
         state[day.isoformat()] = DayState(
             promoted_snapshot_id=current["promoted_snapshot_id"],
             promotion_run_id=current["promotion_run_id"],

@@ -41,6 +41,7 @@ from backfill_platform.faults import (
 from backfill_platform.lakehouse.resources import IcebergCatalogResource
 from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
 from backfill_platform.pipeline.ledger.commits import DAYS
+from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform_tests.test_cli_backfill import DAGSTER_CLI, REPO_ROOT, write_dagster_home
 
 pytestmark = pytest.mark.other_writers
@@ -129,7 +130,7 @@ def current_ledger(lakehouse: Lakehouse) -> dict[str, dict]:
     """The ledger's latest row per day of views_per_title v2: what the audit trail says now."""
     rows = lakehouse.table("platform.ledger").to_pylist()
     latest: dict[str, dict] = {}
-    for row in sorted(rows, key=lambda r: r["recorded_at"]):
+    for row in sorted(rows, key=latest_key):
         if row["dataset"] == "views_per_title" and row["version"] == "v2":
             latest[row["partition"].isoformat()] = row
     return latest

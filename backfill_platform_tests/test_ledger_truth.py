@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,17 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
+from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import current_snapshot_id
-from backfill_platform.pipeline.ledger.ledger import ledger, ledger_table
+from backfill_platform.ops.ledger_view import latest, ledger_rows
+from backfill_platform.pipeline.ledger.latest import LATEST_ORDER, latest_per
+from backfill_platform.pipeline.ledger.ledger import (
+    LedgerRow,
+    append,
+    latest_shadow_rows,
+    ledger,
+    ledger_table,
+)
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.promotion import adopt as adopt_module
 from backfill_platform.pipeline.promotion import promote as promote_module
@@ -48,7 +58,7 @@ def write_spec(folder: Path, name: str) -> Path:
 
 def facts(spark, name: str, version: str) -> dict[str, tuple]:
     """Day → (promoted snapshot, promotion run, reverted snapshot) of the latest row of each day."""
-    rows = ledger(spark, name).where(F.col("version") == version).orderBy("recorded_at").collect()
+    rows = ledger(spark, name).where(F.col("version") == version).orderBy(*LATEST_ORDER).collect()
     return {
         r["partition"].isoformat(): (
             r["promoted_snapshot_id"],
@@ -217,6 +227,26 @@ def fresh_facts(spark, name: str) -> dict[str, tuple]:
         )
         for r in rows
     }
+
+
+def test_every_reader_takes_the_same_row_of_a_day_whose_runs_tie_on_recorded_at(spark):
+    """The gate (Spark rows picked in Python), `status` (PyIceberg) and the promotion report (a Spark
+    window) agree on a tie of `recorded_at`: the greater run id is the latest."""
+    name, at = "views_truth_tie", datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
+    for run_id, passed in (("run-a", True), ("run-b", False), ("run-0", True)):  # one commit each
+        row = LedgerRow(
+            dataset=name, version="v2", partition=D1, run_id=run_id, recorded_at=at, stream="playback",
+            checks_passed=passed,
+        )  # fmt: skip
+        append(spark, [row], LedgerRow)
+    rows = ledger(spark, name).collect()
+    assert len(rows) == 3 and len({r["recorded_at"] for r in rows}) == 1  # tied, as read back
+
+    gate = latest_shadow_rows(spark, name, "v2", [D1])[D1.isoformat()]
+    status = latest(ledger_rows(open_catalog(), name))[D1]
+    [report] = latest_per(ledger(spark, name), "partition").collect()
+    assert gate["run_id"] == status["run_id"] == report["run_id"] == "run-b"
+    assert gate["checks_passed"] is status["checks_passed"] is report["checks_passed"] is False
 
 
 @pytest.mark.other_writers

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 from rich.table import Table
 
+from backfill_platform.pipeline.ledger.latest import latest_per
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.validation.divergence import Divergence
-
-
-def _latest(df, *keys: str):
-    order = Window.partitionBy(*keys).orderBy(F.col("recorded_at").desc())
-    return df.withColumn("_n", F.row_number().over(order)).where("_n = 1").drop("_n")
 
 
 def promotion_report(spark: SparkSession, dataset: str, version: str) -> Table:
     """Per day: archive → events → shadow → checks → production, and what the promotion replaced."""
     rows = ledger(spark, dataset)
     shadow = {
-        r["partition"]: r for r in _latest(rows.where(F.col("version") == version), "partition").collect()
+        r["partition"]: r for r in latest_per(rows.where(F.col("version") == version), "partition").collect()
     }
-    adopted = {r["partition"]: r for r in _latest(rows.where(F.col("adopted")), "partition").collect()}
+    adopted = {r["partition"]: r for r in latest_per(rows.where(F.col("adopted")), "partition").collect()}
     table = Table(title=f"{dataset}: {version} backfill, per day (from the ledger)")
     header = ("day", "records", "events", "dup", "quar.", "prod rows before", "shadow rows", "rows changed",
               "checks", "promoted snapshot", "reverted")  # fmt: skip

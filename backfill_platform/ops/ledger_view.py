@@ -2,7 +2,7 @@
 
 `plan` and `status` must answer in a second or two, so they read the two ledger tables with PyIceberg
 (the same catalog Spark writes) and never start a JVM. Rows come back as plain dicts; `latest` picks
-each day's most recent row the way the platform's own gates do (by `recorded_at`).
+each day's latest row by the rule the platform's own gate uses (`ledger.latest`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import date
 from typing import Any
 
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE
+from backfill_platform.pipeline.ledger.latest import latest_key
 
 Row = dict[str, Any]
 
@@ -39,11 +40,11 @@ def ingestion_rows(catalog: Any, stream: str) -> list[Row]:
 
 
 def latest(rows: Iterable[Row], where: Callable[[Row], bool] = lambda _: True) -> dict[date, Row]:
-    """Each day's most recent row among those `where` accepts."""
+    """Each day's latest row (`latest_key`) among those `where` accepts."""
     found: dict[date, Row] = {}
     for row in rows:
         day = row["partition"]
-        if where(row) and (day not in found or row["recorded_at"] > found[day]["recorded_at"]):
+        if where(row) and (day not in found or latest_key(row) > latest_key(found[day])):
             found[day] = row
     return found
 

@@ -19,6 +19,7 @@ from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
 from backfill_platform.ops.ledger_view import Row, read_rows
 from backfill_platform.pipeline.ledger.commits import ACTION, RUN_ID, VERSION, commit_days
+from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.validation.markdown import markdown_table
 
 BACKFILL_ID = "dagster.backfill-id"
@@ -110,7 +111,7 @@ def build_report(ident: str, run_ids: set[str] | None = None) -> BackfillReport:
     rows += read_rows(catalog, "ledger", "backfill_id", ident)
     report = BackfillReport(ident, runs)
     for row in sorted(_unique(rows, "dataset", "version", "partition", "run_id"),
-                      key=lambda r: (r["dataset"], r["partition"], r["recorded_at"])):  # fmt: skip
+                      key=lambda r: (r["dataset"], r["partition"], latest_key(r))):  # fmt: skip
         report.validations.setdefault(row["dataset"], []).append(row)
     streams = {r["stream"] for r in rows}
     ingestions = [r for run in runs for r in read_rows(catalog, "ingestions", "run_id", run)]

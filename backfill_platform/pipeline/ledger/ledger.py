@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import iceberg_table
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, table_id
+from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
@@ -162,14 +163,13 @@ def now() -> datetime:
 
 
 def _latest_per_day(df: DataFrame, days: list[date]) -> dict[str, dict]:
-    """Each day's most recently recorded row. A day has one row per run that covered it (a handful), so
-    the rows are collected and picked here: one scan, no shuffle for a window."""
+    """Each day's latest row (`latest.latest_key`). A day has one row per run that covered it (a
+    handful), so the rows are collected and picked here: one scan, no shuffle for a window."""
     latest: dict[str, dict] = {}
     for row in df.where(F.col("partition").isin(days)).collect():
         record = row.asDict()
         day = record["partition"].isoformat()
-        order = (record["recorded_at"], record["run_id"])
-        if day not in latest or order > (latest[day]["recorded_at"], latest[day]["run_id"]):
+        if day not in latest or latest_key(record) > latest_key(latest[day]):
             latest[day] = record
     return latest
 
