@@ -34,7 +34,8 @@ from pathlib import Path
 import pytest
 
 from backfill_platform import settings
-from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START, RUN_ID
+from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START
+from backfill_platform.pipeline.run_tags import RUN_ID
 from backfill_platform_tests.conftest import START
 from backfill_platform_tests.dagster_dev import free_port
 

@@ -1,5 +1,5 @@
-"""What a run's tags mean to every stage: who and why (recorded on the snapshots it writes), and the
-promotion policy that decides what one failed day holds back."""
+"""What a run's tags mean to every stage: who and why (recorded on the snapshots it writes, under the
+snapshot-property keys below), and the promotion policy that decides what one failed day holds back."""
 
 from __future__ import annotations
 
@@ -13,13 +13,18 @@ TICKET_TAG = "backfill_platform/ticket"
 PROMOTION_POLICY_TAG = "backfill_platform/promotion_policy"
 ALL_OR_NOTHING = "all_or_nothing"
 PER_DAY = "per_day"
+# Snapshot properties of who and why (the other keys of a platform commit are in `ledger.commits`).
+RUN_ID = "dagster.run-id"
+BACKFILL_ID = "dagster.backfill-id"
+REASON = "reason"
+TICKET = "ticket"
 
 
 def run_properties(context: AssetExecutionContext) -> dict[str, str]:
     """Who/why of a write, recorded on the Iceberg snapshot it creates."""
     tags = context.run.tags
-    properties = {"dagster.run-id": context.run.run_id}
-    for tag, name in ((BACKFILL_TAG, "dagster.backfill-id"), (REASON_TAG, "reason"), (TICKET_TAG, "ticket")):
+    properties = {RUN_ID: context.run.run_id}
+    for tag, name in ((BACKFILL_TAG, BACKFILL_ID), (REASON_TAG, REASON), (TICKET_TAG, TICKET)):
         if tags.get(tag):
             properties[name] = tags[tag]
     return properties

@@ -1,7 +1,8 @@
 """Production's commit history: the one source of truth for what was promoted, reverted and adopted.
 
 Promotion, revert and adopt each change production in one Iceberg commit whose snapshot properties say
-what it did (action, days, version, the validation runs it published, what it reverts). The ledger's
+what it did (action, days, version, the validation runs it published, what it reverts) and who and why
+(`run_tags`: run id, backfill id, reason, ticket). The ledger's
 promotion facts are derived from these properties (`ledger.reconcile`), so a process that dies between
 the production commit and its ledger write leaves nothing the next run cannot repair. This module is
 that shared vocabulary and its reading; it knows nothing of Spark jobs or Dagster.
@@ -20,7 +21,6 @@ from backfill_platform.pipeline.partitions import days_between
 ACTION = "backfill_platform.action"
 DATASET = "backfill_platform.dataset"
 VERSION = "backfill_platform.dataset-version"
-RUN_ID = "dagster.run-id"
 # The range asked for. The days actually replaced are DAYS when present (a per-day promotion may hold
 # some days of the range back); commits written before DAYS existed replaced the whole range.
 RANGE_START = "backfill_platform.range-start"
@@ -31,8 +31,13 @@ PROVISIONAL_DAYS = "backfill_platform.provisional-days"
 # JSON {day: ledger run_id}: the validation (ledger row) each promoted day was published from.
 VALIDATION_RUNS = "backfill_platform.validation-runs"
 REVERTS = "backfill_platform.reverts-snapshot-id"
+# A promotion: the shadow snapshot it published, and a digest of its validations' verdicts.
+SHADOW_SNAPSHOT = "backfill_platform.shadow-snapshot-id"
+CHECK_DIGEST = "backfill_platform.check-digest"
+# An adoption: the table it adopted (never validated by the platform) and who adopted it.
+ADOPTED_FROM = "backfill_platform.adopted-from"
+VALIDATED = "backfill_platform.validated"
 ADOPTED_BY = "backfill_platform.adopted-by"
-REASON = "reason"
 
 
 def production_commits(spark: SparkSession, identifier: str) -> list[dict]:

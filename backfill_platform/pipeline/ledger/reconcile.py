@@ -23,15 +23,14 @@ from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     ADOPTED_BY,
-    REASON,
     REVERTS,
-    RUN_ID,
     VERSION,
     commit_days,
     production_commits,
     validation_runs,
 )
 from backfill_platform.pipeline.ledger.ledger import LedgerRow, ddl, ensure_ledger, ledger, ledger_table
+from backfill_platform.pipeline.run_tags import REASON, RUN_ID
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec

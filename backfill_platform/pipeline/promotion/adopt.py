@@ -16,15 +16,19 @@ from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, re
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     ADOPTED_BY,
+    ADOPTED_FROM,
+    DATASET,
     DAYS,
     RANGE_END,
     RANGE_START,
+    VALIDATED,
     day_list,
 )
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.ledger.reconcile import ADOPTED, reconcile_ledger
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.promote import fence_options
+from backfill_platform.pipeline.run_tags import REASON
 from backfill_platform.pipeline.tables.dataset_tables import (
     conform,
     ensure_dataset_table,
@@ -79,11 +83,11 @@ def adopt(
         end,
         properties={
             ACTION: "adopt",
-            "backfill_platform.dataset": spec.name,
-            "backfill_platform.adopted-from": source_table,
-            "backfill_platform.validated": "false",
+            DATASET: spec.name,
+            ADOPTED_FROM: source_table,
+            VALIDATED: "false",
             ADOPTED_BY: by,
-            "reason": reason,
+            REASON: reason,
             RANGE_START: start.isoformat(),
             RANGE_END: end.isoformat(),
             DAYS: day_list(days_between(start, end)),

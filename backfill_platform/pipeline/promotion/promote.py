@@ -36,12 +36,16 @@ from backfill_platform.lakehouse.tables import (
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
+    CHECK_DIGEST,
+    DATASET,
     DAYS,
     HELD_BACK,
     PROVISIONAL_DAYS,
     RANGE_END,
     RANGE_START,
+    SHADOW_SNAPSHOT,
     VALIDATION_RUNS,
+    VERSION,
     day_list,
     encode_validation_runs,
 )
@@ -141,10 +145,10 @@ def promote(
     snapshot_properties = {
         **(properties or {}),
         ACTION: "promote",
-        "backfill_platform.dataset": spec.name,
-        "backfill_platform.dataset-version": version,
-        "backfill_platform.shadow-snapshot-id": shadow_snapshot,
-        "backfill_platform.check-digest": hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
+        DATASET: spec.name,
+        VERSION: version,
+        SHADOW_SNAPSHOT: shadow_snapshot,
+        CHECK_DIGEST: hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
         # Promoted before their lateness horizon passed; promoted again once settled.
         PROVISIONAL_DAYS: day_list(provisional),
         RANGE_START: start.isoformat(),

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.tables import current_snapshot_id, replace_days, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
+    DATASET,
     DAYS,
     RANGE_END,
     RANGE_START,
@@ -28,6 +29,7 @@ from backfill_platform.pipeline.ledger.commits import (
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.promotion.promote import fence_options
+from backfill_platform.pipeline.run_tags import REASON
 from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
@@ -106,8 +108,8 @@ def revert_promotion(
         properties={
             ACTION: "revert",
             REVERTS: promotion["snapshot_id"],
-            "backfill_platform.dataset": spec.name,
-            "reason": reason or "revert",
+            DATASET: spec.name,
+            REASON: reason or "revert",
             RANGE_START: start.isoformat(),
             RANGE_END: end.isoformat(),
             DAYS: day_list(days),

@@ -28,6 +28,7 @@ from backfill_platform.lakehouse.tables import (
 )
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, record_validation
 from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
@@ -158,7 +159,7 @@ def build_shadow_asset(
         output = conform(transform(events), spec, version).persist()
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
-        properties = {**run_properties(context), "backfill_platform.dataset-version": version}
+        properties = {**run_properties(context), VERSION: version}
         try:
             snapshot = replace_range(output, target, spec.partition_column, start, end, properties)
         finally:
