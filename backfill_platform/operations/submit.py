@@ -5,7 +5,7 @@ with `partitionBackfillOrError` until the daemon marks it done; then each run's 
 step failures from `logsForRun`, so the per-day report needs no access to the instance's storage (it
 may be remote). `dagster_graphql.DagsterGraphQLClient` submits jobs but not partition backfills, hence
 this small client (stdlib only). The end-to-end tests use the same queries (`backfill_platform_tests/
-dagster_dev.py`).
+support/dagster_dev.py`).
 """
 
 from __future__ import annotations
