@@ -4,8 +4,8 @@ The submission goes to the session's real `dagster dev` (webserver + daemon, the
 for its own copy of the playback stream (`playback_submitted`, dataset `views_submitted`), so the UI
 tests' streams and their assertions are untouched. The CLI runs as a subprocess with the server's data
 directory (its own lakehouse) and spec folder but no DAGSTER_HOME: everything it reports comes over
-GraphQL and from the ledger (PyIceberg). What is asserted is read back: the backfill and its run through GraphQL, the
-ledger's promotions and production's rows per day through PyIceberg.
+GraphQL and from the ledger (PyIceberg). What is asserted is read back: the backfill and its run through
+GraphQL, the ledger's promotions and production's rows per day through PyIceberg.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """A daily dataset (`bucket: day`): no hour column, validated, promoted and verified per day.
 
 `daily_plays` (plays and watch seconds per day and title) runs on the generated playback archive (the
-session's events, or a copy of the archive where a run re-derives events) through real Dagster runs: production must equal an independent pandas computation over the events, every check
-holds per day, and a shadow damaged on one day fails its blocking check for exactly that day.
+session's events, or a copy of the archive where a run re-derives events) through real Dagster runs:
+production must equal an independent pandas computation over the events, every check holds per day, and
+a shadow damaged on one day fails its blocking check for exactly that day.
 """
 
 from __future__ import annotations

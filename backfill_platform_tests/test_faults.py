@@ -148,18 +148,25 @@ def stopped_at_exit(*processes: subprocess.Popen) -> Iterator[None]:
             stop(process)
 
 
-def poll_until(condition, what: str, timeout: float, process: subprocess.Popen | None = None):
-    """`condition()` once it is truthy, polled every half second; fails after `timeout` or when
-    `process` has exited first."""
+def poll_until(
+    condition,
+    what: str,
+    timeout: float,
+    process: subprocess.Popen | None = None,
+    every: float = 0.5,
+    evidence=lambda: "",
+):
+    """`condition()` once it is truthy, polled `every` seconds; fails (with `evidence()`) after `timeout`
+    or when `process` has exited first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         if process is not None and process.poll() is not None:
-            pytest.fail(f"{what}: the process exited with {process.returncode} first")
-        time.sleep(0.5)
-    pytest.fail(f"{what}: not within {timeout:.0f} s")
+            pytest.fail(f"{what}: the process exited with {process.returncode} first\n{evidence()}")
+        time.sleep(every)
+    pytest.fail(f"{what}: not within {timeout:.0f} s\n{evidence()}")
 
 
 def sorted_rows(table: pa.Table, *drop: str) -> list[dict]:
@@ -400,8 +407,10 @@ def test_run_monitoring_fails_a_dead_run_and_frees_its_slot(dagster_dev):
 
     poll_until(
         failed_and_freed,
-        f"run monitoring fails the run\n{dagster_dev.log_tail()}",
+        "run monitoring fails the run and frees its slot",
         MONITORING_TIMEOUT_SECONDS,
+        every=2,
+        evidence=dagster_dev.log_tail,
     )
     message = failure_message(instance, run.run_id)
     assert f"pid {victim.pid}" in message and "is gone" in message and "run monitoring" in message, message
@@ -430,7 +439,7 @@ def test_a_blocked_promotion_names_the_run_it_waits_for_and_goes_on_once_that_is
                 ]
 
             waiting = poll_until(
-                said, "the backfill names the run it waits for", RUN_TIMEOUT_SECONDS, backfill
+                said, "the backfill names the run it waits for", RUN_TIMEOUT_SECONDS, backfill, every=2
             )
             assert waiting[0].endswith(", alive)"), waiting
 

@@ -5,8 +5,8 @@ workspace with its own Dagster instance. The `views_backfill` fixture launches a
 events → shadow v2 → production of `views_per_title` for three days with `launchPartitionBackfill` and
 polls `partitionBackfillOrError` until the daemon marks it done; this test checks that the whole range
 ran as one run, then reads the ledger and the tables of `dagster dev`'s lakehouse back with a Spark
-session of this process bound to it: the range was re-derived, checked and promoted in one production commit that names the backfill, its reason and
-its ticket.
+session of this process bound to it: the range was re-derived, checked and promoted in one production
+commit that names the backfill, its reason and its ticket.
 """
 
 from __future__ import annotations

@@ -38,8 +38,18 @@ def catalog_of(data_dir: Path) -> IcebergCatalogResource:
 
 def lakehouse_session(spark, data_dir: Path):
     """A new Spark session whose catalog (same name) is `data_dir`'s, with JDBC connections of its own: it
-    sees what other processes committed there. The test process only reads through it."""
-    session = spark.newSession()
+    sees what other processes committed there. The test process only reads through it.
+
+    PySpark binds `RDD.toDF` to the newest session it constructs, and the platform builds its archive
+    listing with `rdd.toDF` (events/parse.py): left so, every later ingestion of this process would run
+    in this session, on this catalog. The binding is restored."""
+    from pyspark.rdd import RDD
+
+    to_df = RDD.toDF
+    try:
+        session = spark.newSession()
+    finally:
+        RDD.toDF = to_df
     for key, value in catalog_of(data_dir).spark_conf().items():
         session.conf.set(key, value)
     return session
