@@ -90,9 +90,12 @@ def spark(spark_resource):
 
 @pytest.fixture(scope="session")
 def specs(data_dir: Path):
+    """The built-in specs, whichever module's spec folder (BACKFILL_PLATFORM_SPECS) is set when first asked."""
     from backfill_platform.specs.loader import load_specs
 
-    return load_specs()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(settings.SPECS_ENV, raising=False)
+        return load_specs()
 
 
 @pytest.fixture(scope="session")

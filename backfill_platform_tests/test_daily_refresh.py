@@ -40,6 +40,7 @@ import pytest
 import yaml
 from pyspark.sql import functions as F
 
+from backfill_platform import settings
 from backfill_platform.archive.listing import archive_for, list_files
 from backfill_platform.automation.mapping import ArchiveReadWindowMapping
 from backfill_platform.automation.sensor import SENSOR_NAME
@@ -366,7 +367,10 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
 
     # Settled now: horizon passed and no hole in any read window (a small archive could have an empty hour).
     now = datetime.now(UTC)
-    files = list_files(archive_for(spec), datetime.combine(start, datetime.min.time(), tzinfo=UTC), now)
+    with pytest.MonkeyPatch.context() as patch:  # the archive as the server finds it, in its data directory
+        patch.setenv(settings.DATA_DIR_ENV, str(refresh_data))
+        archive_files = archive_for(spec)
+    files = list_files(archive_files, datetime.combine(start, datetime.min.time(), tzinfo=UTC), now)
     status = completeness(spec, files, [d.isoformat() for d in days], now)
     assert all(s.settled for s in status.values()), {d: s.problem() for d, s in status.items()}
     # Inside the refresh horizon (counted from the end of the latest complete day, today 00:00).
