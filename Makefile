@@ -2,7 +2,7 @@
 #
 #   make setup       system packages (only the missing ones), .venv, editable install, Iceberg jar repair
 #   make demo        run the end-to-end demo
-#   make test        run the test suite (what CI runs, via .ci/run)
+#   make test        run the test suite (what CI runs, via .ci/run); TEST_ORDER=random or reverse
 #   make lint        ruff check + ruff format --check
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make bench       run the benchmark
@@ -35,6 +35,13 @@ APT_GET ?= apt-get
 UI_HOST ?= 127.0.0.1
 UI_PORT ?= 3000
 PYTEST_ARGS ?=
+# The order of `make test`: file order by default (pyproject.toml's addopts keep pytest-randomly off);
+# random: pytest-randomly shuffles modules and tests and prints its seed (repeat an order with
+# PYTEST_ARGS=--randomly-seed=N); reverse: the file order reversed (the tests' conftest `--reverse`).
+TEST_ORDER ?= file
+TEST_ORDER_ARGS_file :=
+TEST_ORDER_ARGS_random := -p randomly
+TEST_ORDER_ARGS_reverse := --reverse
 BENCH_ARGS ?=
 
 # Spark binds to loopback.
@@ -108,7 +115,9 @@ demo: setup
 	$(BIN)/backfill-platform demo
 
 test: setup
-	$(BIN)/pytest $(PYTEST_ARGS)
+	@case '$(TEST_ORDER)' in file|random|reverse) ;; \
+		*) echo "test: error: TEST_ORDER must be file, random or reverse, not '$(TEST_ORDER)'" >&2; exit 2;; esac
+	$(BIN)/pytest $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

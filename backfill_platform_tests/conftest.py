@@ -1,49 +1,72 @@
-"""Session fixtures: one data directory, one Spark session, one generated archive for the whole run."""
+"""Session fixtures: one data directory, one Spark session, one generated archive for the whole run.
+
+The session's catalog (under `data_dir`) is written by this process only. Tests whose subprocesses commit
+(marker `other_writers`: CLI runs, `dagster dev`'s runs) give them a data directory of their own and read it
+back through a new Spark session bound to it (`support.lakehouse`), so they may run in any order: see
+`make test TEST_ORDER=random` (pytest-randomly) and `TEST_ORDER=reverse` (`--reverse`, below).
+Helpers the test modules share are in `support/`.
+"""
 
 from __future__ import annotations
 
-import os
 import time
-from datetime import date
 from pathlib import Path
 
 import pytest
 
 from backfill_platform import settings
-
-# PySpark hands timestamps to Python as naive local time; the platform and its tests speak UTC.
-os.environ["TZ"] = "UTC"
-time.tzset()
-
-START = date(2026, 10, 1)
-DAYS = 5
-EVENTS_PER_DAY = 2000
-
+from backfill_platform_tests.support.lakehouse import own_data_dir
+from backfill_platform_tests.support.session import DAYS, EVENTS_PER_DAY, START, range_tags
 
 OTHER_WRITERS = "other_writers"
+_TZ_PATCH = pytest.StashKey[pytest.MonkeyPatch]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--reverse",
+        action="store_true",
+        default=False,
+        help="Run the collected tests in reverse order (modules, and the tests of each module).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", f"{OTHER_WRITERS}: the test's subprocesses commit to the shared catalog"
+        "markers",
+        f"{OTHER_WRITERS}: the test's subprocesses commit to a catalog (a data directory of the test's own)",
     )
+    # PySpark hands timestamps to Python as naive local time; the platform and its tests speak UTC.
+    # Set for the whole session (before any Spark starts), restored when it ends.
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TZ", "UTC")
+    time.tzset()
+    config.stash[_TZ_PATCH] = patch
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run tests whose subprocesses commit to the catalog after every in-process writer.
-
-    Once another process has committed, this session's pooled SQLite-JDBC connection can fail its next
-    write with SQLITE_BUSY_SNAPSHOT (see the README's known limits); those tests only read afterwards.
-    """
-    items.sort(key=lambda item: item.get_closest_marker(OTHER_WRITERS) is not None)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    patch = config.stash.get(_TZ_PATCH, None)
+    if patch is not None:
+        patch.undo()
+        time.tzset()
 
 
-@pytest.fixture(scope="session")
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--reverse`: the opposite of the order the tests were collected in (a check that none depends on
+    it; pytest-randomly, `-p randomly`, shuffles instead)."""
+    if config.getoption("reverse"):
+        items.reverse()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every test talks to the same embedded tier, under a temporary data directory."""
+    """The session's data directory (BACKFILL_PLATFORM_DATA for every test, restored at the end): the
+    embedded tier's catalog, warehouse and archive that in-process code finds through the environment."""
     path = tmp_path_factory.mktemp("data")
-    os.environ[settings.DATA_DIR_ENV] = str(path)
-    return path
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.DATA_DIR_ENV, str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")
@@ -67,9 +90,12 @@ def spark(spark_resource):
 
 @pytest.fixture(scope="session")
 def specs(data_dir: Path):
+    """The built-in specs, whichever module's spec folder (BACKFILL_PLATFORM_SPECS) is set when first asked."""
     from backfill_platform.specs.loader import load_specs
 
-    return load_specs()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(settings.SPECS_ENV, raising=False)
+        return load_specs()
 
 
 @pytest.fixture(scope="session")
@@ -86,17 +112,15 @@ def truth(data_dir: Path) -> dict:
     return generate_playback_archive(data_dir / "archive" / "playback", config)
 
 
-def range_tags(first: date, last: date, **extra: str) -> dict[str, str]:
-    return {
-        "dagster/asset_partition_range_start": first.isoformat(),
-        "dagster/asset_partition_range_end": last.isoformat(),
-        **extra,
-    }
+@pytest.fixture(scope="session")
+def playback_archive(truth, data_dir: Path) -> Path:
+    """The generated archive's folder. Tests only read it (or copy it)."""
+    return data_dir / "archive" / "playback"
 
 
 @pytest.fixture(scope="session")
 def events_materialized(truth, playback, spark_resource):
-    """The whole generated range materialized through Dagster, in one run."""
+    """The whole generated range materialized through Dagster, in one run. Tests only read its tables."""
     from datetime import timedelta
 
     from dagster import materialize
@@ -116,34 +140,41 @@ def events_materialized(truth, playback, spark_resource):
 
 
 @pytest.fixture(scope="session")
-def dagster_dev_specs(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dagster_dev_data(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data directory of the session's `dagster dev` (a copy of the generated archive): its runs
+    commit to its own catalog, never to the test process's."""
+    return own_data_dir(tmp_path_factory.mktemp("dagster_dev_data"), playback_archive)
+
+
+@pytest.fixture(scope="session")
+def dagster_dev_specs(dagster_dev_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The extra spec folder `dagster dev` loads (BACKFILL_PLATFORM_SPECS): the gap stream and dataset.
 
     A test module that needs another stream or dataset in the UI adds it here; the webserver reads
     its specs once, at start.
     """
-    from backfill_platform_tests.dagster_dev import (
+    from backfill_platform_tests.support.dagster_dev import (
         GAP_DATASET,
         GAP_HOUR,
         GAP_STREAM,
         SUBMIT_DATASET,
         SUBMIT_STREAM,
-        write_stream_copy,
     )
+    from backfill_platform_tests.support.streams import write_stream_copy
 
     folder = tmp_path_factory.mktemp("dagster_dev_specs")
-    write_stream_copy(folder, data_dir, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR])
-    write_stream_copy(folder, data_dir, SUBMIT_STREAM, SUBMIT_DATASET, drop_hours=[])
+    write_stream_copy(folder, dagster_dev_data, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR])
+    write_stream_copy(folder, dagster_dev_data, SUBMIT_STREAM, SUBMIT_DATASET, drop_hours=[])
     return folder
 
 
 @pytest.fixture(scope="session")
-def dagster_dev(truth, data_dir: Path, dagster_dev_specs: Path, tmp_path_factory: pytest.TempPathFactory):
-    """`dagster dev` on a free loopback port, its own DAGSTER_HOME, the session's data directory."""
-    from backfill_platform_tests.dagster_dev import dagster_dev_server
+def dagster_dev(dagster_dev_data: Path, dagster_dev_specs: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`dagster dev` on a free loopback port, its own DAGSTER_HOME and its own data directory."""
+    from backfill_platform_tests.support.dagster_dev import dagster_dev_server
 
     with dagster_dev_server(
-        data_dir, tmp_path_factory.mktemp("dagster_dev_home"), [dagster_dev_specs]
+        dagster_dev_data, tmp_path_factory.mktemp("dagster_dev_home"), [dagster_dev_specs]
     ) as dev:
         yield dev
 
@@ -151,8 +182,9 @@ def dagster_dev(truth, data_dir: Path, dagster_dev_specs: Path, tmp_path_factory
 @pytest.fixture(scope="session")
 def views_backfill(dagster_dev) -> dict:
     """events → shadow v2 → production of `views_per_title` over VIEWS_BACKFILL_DAYS, launched through
-    GraphQL as the UI does and waited for; the final `partitionBackfillOrError` (any end status)."""
-    from backfill_platform_tests.dagster_dev import (
+    GraphQL as the UI does and waited for; the final `partitionBackfillOrError` (any end status). It
+    writes the demo tables of `dagster dev`'s own lakehouse; the tests only read what it did."""
+    from backfill_platform_tests.support.dagster_dev import (
         VIEWS_BACKFILL_ASSETS,
         VIEWS_BACKFILL_DAYS,
         VIEWS_BACKFILL_TAGS,
@@ -176,7 +208,7 @@ def views_backfill(dagster_dev) -> dict:
 @pytest.fixture(scope="session")
 def moto(tmp_path_factory: pytest.TempPathFactory):
     """moto's HTTP server on 127.0.0.1; `moto.env()` is the environment boto3 needs to reach it."""
-    from backfill_platform_tests.moto_server import moto_server
+    from backfill_platform_tests.support.moto import moto_server
 
     with moto_server(tmp_path_factory.mktemp("moto")) as server:
         yield server

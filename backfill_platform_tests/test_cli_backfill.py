@@ -2,9 +2,9 @@
 
 `dagster asset materialize --partition-range` runs events → shadow v2 → production of
 `views_per_title` for the whole generated archive in one run, in a real subprocess with its own
-Dagster instance and its own JVM. Everything is then read back — the run and its materializations
-from that instance, the ledger and the tables with this process's Spark session — instead of
-trusting the command's output.
+Dagster instance, its own JVM and its own data directory (a copy of the generated archive). Everything is
+then read back — the run and its materializations from that instance, the ledger and the tables with a
+Spark session of this process bound to that lakehouse — instead of trusting the command's output.
 """
 
 from __future__ import annotations
@@ -16,19 +16,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.tables import current_snapshot_id
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
-from backfill_platform_tests.conftest import DAYS, START
+from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.session import DAGSTER_CLI, DAYS, REPO_ROOT, START
 
 pytestmark = pytest.mark.other_writers
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DAGSTER_CLI = REPO_ROOT / ".venv" / "bin" / "dagster"
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
 RANGE_END_EXCLUSIVE = (START + timedelta(days=DAYS)).isoformat()
 ASSET_KEYS = [
@@ -40,16 +38,6 @@ LEDGER = "lake.platform.ledger"
 SHADOW = "lake.shadow.views_per_title__v2"
 PRODUCTION = "lake.prod.views_per_title"
 CLI_TIMEOUT_SECONDS = 600
-
-
-def write_dagster_home(home: Path) -> None:
-    """The repository's dagster.yaml, with every storage directory moved under `home`."""
-    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-    config["storage"]["sqlite"]["base_dir"] = str(home / "storage")
-    config["local_artifact_storage"]["config"]["base_dir"] = str(home)
-    config["compute_logs"]["config"]["base_dir"] = str(home / "compute_logs")
-    config["telemetry"] = {"enabled": False}
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
 
 
 def run_cli_backfill(data_dir: Path, dagster_home: Path) -> subprocess.CompletedProcess:
@@ -76,9 +64,9 @@ def run_cli_backfill(data_dir: Path, dagster_home: Path) -> subprocess.Completed
     )
 
 
-def reader(spark):
-    """A new session (its own catalog instance and JDBC connections) to read what the subprocess wrote."""
-    return spark.newSession()
+def reader(spark, data_dir: Path):
+    """A new session on the subprocess's lakehouse (its own catalog instance and JDBC connections)."""
+    return lakehouse_session(spark, data_dir)
 
 
 def refresh_tables(spark, *identifiers: str) -> None:
@@ -96,11 +84,17 @@ def rows_per_day(spark, identifier: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def cli_backfill(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> DagsterInstance:
+def cli_data(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data directory the CLI's run commits to: a copy of the generated archive, a catalog of its own."""
+    return own_data_dir(tmp_path_factory.mktemp("cli_backfill_data"), playback_archive)
+
+
+@pytest.fixture(scope="module")
+def cli_backfill(cli_data: Path, tmp_path_factory: pytest.TempPathFactory) -> DagsterInstance:
     """Run the backfill once through the CLI; return the Dagster instance it recorded into."""
     dagster_home = tmp_path_factory.mktemp("dagster_home")
     write_dagster_home(dagster_home)
-    completed = run_cli_backfill(data_dir, dagster_home)
+    completed = run_cli_backfill(cli_data, dagster_home)
     if completed.returncode != 0:
         sys.stderr.write(completed.stderr[-6000:])
     assert completed.returncode == 0, f"dagster asset materialize failed:\n{completed.stderr[-3000:]}"
@@ -122,8 +116,10 @@ def test_one_run_materializes_every_partition_of_the_three_assets(cli_backfill, 
         assert sorted(r.partition_key for r in records) == DAYS_OF_RANGE, key
 
 
-def test_ledger_holds_the_counts_of_every_day_and_the_promotion(cli_backfill, backfill_run, truth, spark):
-    spark = reader(spark)
+def test_ledger_holds_the_counts_of_every_day_and_the_promotion(
+    cli_backfill, backfill_run, cli_data, truth, spark
+):
+    spark = reader(spark, cli_data)
     refresh_tables(spark, LEDGER, PRODUCTION)
     production_snapshot = current_snapshot_id(spark, PRODUCTION)
     rows = (
@@ -149,8 +145,8 @@ def test_ledger_holds_the_counts_of_every_day_and_the_promotion(cli_backfill, ba
         assert row["promotion_run_id"] == backfill_run.run_id, day
 
 
-def test_production_equals_the_shadow_and_names_the_run(cli_backfill, backfill_run, spark):
-    spark = reader(spark)
+def test_production_equals_the_shadow_and_names_the_run(cli_backfill, backfill_run, cli_data, spark):
+    spark = reader(spark, cli_data)
     refresh_tables(spark, SHADOW, PRODUCTION)
     shadow_counts = rows_per_day(spark, SHADOW)
     assert sorted(shadow_counts) == DAYS_OF_RANGE

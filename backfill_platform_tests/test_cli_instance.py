@@ -3,9 +3,9 @@
 The submission goes to the session's real `dagster dev` (webserver + daemon, the `dagster_dev` fixture)
 for its own copy of the playback stream (`playback_submitted`, dataset `views_submitted`), so the UI
 tests' streams and their assertions are untouched. The CLI runs as a subprocess with the server's data
-directory and spec folder but no DAGSTER_HOME: everything it reports comes over GraphQL and from the
-ledger (PyIceberg). What is asserted is read back: the backfill and its run through GraphQL, the
-ledger's promotions and production's rows per day through PyIceberg.
+directory (its own lakehouse) and spec folder but no DAGSTER_HOME: everything it reports comes over
+GraphQL and from the ledger (PyIceberg). What is asserted is read back: the backfill and its run through
+GraphQL, the ledger's promotions and production's rows per day through PyIceberg.
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ from backfill_platform import settings
 from backfill_platform.ops import submit
 from backfill_platform.ops.explain import describe
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
-from backfill_platform_tests.dagster_dev import (
-    SUBMIT_DATASET,
-    SUBMIT_STREAM,
-    free_port,
-    write_stream_copy,
-)
+from backfill_platform_tests.support.dagster_dev import SUBMIT_DATASET, SUBMIT_STREAM, free_port
+from backfill_platform_tests.support.lakehouse import catalog_of
+from backfill_platform_tests.support.session import REPO_ROOT
+from backfill_platform_tests.support.streams import write_stream_copy
 
 pytestmark = pytest.mark.other_writers
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 CLI = Path(sys.executable).parent / "backfill-platform"
 DAYS = ["2026-10-02", "2026-10-03"]
 END = "2026-10-04"
@@ -69,8 +66,8 @@ def report_row(output: str, day: str) -> list[str]:
     raise AssertionError(f"no report row for {day}")
 
 
-def test_backfill_submitted_to_the_webserver(dagster_dev, data_dir: Path, dagster_dev_specs: Path):
-    env = cli_env(data_dir, str(dagster_dev_specs))
+def test_backfill_submitted_to_the_webserver(dagster_dev, dagster_dev_specs: Path):
+    env = cli_env(dagster_dev.data_dir, str(dagster_dev_specs))
     result = run_cli(
         env, "backfill", "--dataset", SUBMIT_DATASET, "--start", DAYS[0], "--end", END,
         "--instance", dagster_dev.base_url, "--reason", REASON, "--ticket", TICKET,
@@ -105,11 +102,12 @@ def test_backfill_submitted_to_the_webserver(dagster_dev, data_dir: Path, dagste
     }
     assert all(s["numPartitionsMaterialized"] == len(DAYS) for s in statuses.values()), statuses
 
+    # The ledger (PyIceberg, on the server's lakehouse): each day promoted by that run; production holds
+    # the shadow's rows.
     # The ledger (PyIceberg): each day promoted by that run; production holds the shadow's rows.
-    from backfill_platform.lakehouse.resources import open_catalog
     from backfill_platform.ops.ledger_view import in_production, ledger_rows
 
-    catalog = open_catalog()
+    catalog = catalog_of(dagster_dev.data_dir).load()
     promoted = {str(d): r for d, r in in_production(ledger_rows(catalog, SUBMIT_DATASET)).items()}
     production = catalog.load_table(("prod", SUBMIT_DATASET)).scan().to_arrow()
     for day in DAYS:
@@ -124,8 +122,9 @@ def test_backfill_submitted_to_the_webserver(dagster_dev, data_dir: Path, dagste
     assert f"promoted {len(DAYS)} day(s)" in out
 
 
-def test_instance_errors_are_clear(dagster_dev, truth, data_dir: Path, dagster_dev_specs: Path, tmp_path):
+def test_instance_errors_are_clear(dagster_dev, dagster_dev_specs: Path, tmp_path):
     # Nothing listens: the URL is named, no traceback.
+    data_dir = dagster_dev.data_dir
     env = cli_env(data_dir, str(dagster_dev_specs))
     dead = f"http://127.0.0.1:{free_port()}"
     result = run_cli(

@@ -17,16 +17,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import Result
 from dagster import DagsterInstance
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.cli import main
 from backfill_platform.lakehouse.tables import current_snapshot_id, table_exists
 from backfill_platform.specs.durations import HOUR, midnight
-from backfill_platform_tests.conftest import DAYS, START
-from backfill_platform_tests.dagster_dev import GAP_HOUR, write_stream_copy
+from backfill_platform_tests.support.cli import invoke, table_row
+from backfill_platform_tests.support.dagster_dev import GAP_HOUR
+from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.session import DAYS, START
+from backfill_platform_tests.support.streams import write_stream_copy
 
 STREAM, DATASET = "playback_cli", "views_cli"
 GAP_STREAM, GAP_DATASET = "playback_cli_gap", "views_cli_gap"
@@ -36,23 +38,6 @@ PROMOTED_DAYS = ["2026-10-02", "2026-10-03"]
 DRY_RUN_DAY = "2026-10-04"
 FAILING_DAY = "2026-10-02"
 PRODUCTION = "lake.prod.views_cli"
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def invoke(*args: str) -> Result:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    print(result.output)  # shown when a test fails
-    return result
-
-
-def table_row(output: str, *values: str) -> list[str]:
-    """The cells of the first table row (rich's box drawing) holding every one of `values`."""
-    for line in output.splitlines():
-        if line.startswith("│"):
-            cells = [cell.strip() for cell in line.strip("│").split("│")]
-            if all(value in cells for value in values):
-                return cells
-    raise AssertionError(f"no table row holds {values}")
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +53,7 @@ def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         yaml.safe_dump({**yaml.safe_load(strict.read_text()), "max_quarantine_ratio": STRICT_RATIO})
     )
     home = tmp_path_factory.mktemp("cli_dagster_home")
-    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-    config["storage"]["sqlite"]["base_dir"] = str(home / "storage")
-    config["local_artifact_storage"]["config"]["base_dir"] = str(home)
-    config["compute_logs"]["config"]["base_dir"] = str(home / "compute_logs")
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(settings.SPECS_ENV, str(specs))
         patch.setenv("DAGSTER_HOME", str(home))

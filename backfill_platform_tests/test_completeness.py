@@ -10,7 +10,6 @@ import gzip
 import json
 import shutil
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
 from pyspark.sql import functions as F
 
@@ -24,24 +23,15 @@ from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.durations import HOUR, midnight
-from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.conftest import START
-from backfill_platform_tests.test_promotion import dataset, failed_checks, prod_state, run
+from backfill_platform_tests.support.datasets import dataset, failed_checks, prod_state, run
+from backfill_platform_tests.support.session import START
+from backfill_platform_tests.support.streams import stream_copy
 
 D2, D3, D4 = (START + timedelta(days=i) for i in (1, 2, 3))
 
 
 def utc(day: date, hour: int = 0) -> datetime:
     return midnight(day) + hour * HOUR
-
-
-def stream_copy(playback: StreamSpec, data_dir: Path, name: str, **changes) -> StreamSpec:
-    """The generated archive copied under `archive/<name>`, declared as a stream of that name."""
-    target = data_dir / "archive" / name
-    if not target.exists():
-        shutil.copytree(data_dir / "archive" / "playback", target)
-    archive = playback.archive.model_copy(update={"location": f"archive/{name}"})
-    return playback.model_copy(update={"name": name, "archive": archive, **changes})
 
 
 def settled_by_day(result) -> dict:

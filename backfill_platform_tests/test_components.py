@@ -19,9 +19,9 @@ import yaml
 
 from backfill_platform import settings
 from backfill_platform.components.project import init_project
-from backfill_platform.lakehouse.resources import IcebergCatalogResource
 from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform_tests.test_cli_backfill import REPO_ROOT, write_dagster_home
+from backfill_platform_tests.support.lakehouse import catalog_of, write_dagster_home
+from backfill_platform_tests.support.session import REPO_ROOT
 
 DG = REPO_ROOT / ".venv" / "bin" / "dg"
 DAYS = ["2026-10-01", "2026-10-02", "2026-10-03"]
@@ -101,7 +101,7 @@ class TeamProject:
 
 
 @pytest.fixture(scope="module")
-def project(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> TeamProject:
+def project(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> TeamProject:
     """The team's project over the session's archive (read in place), with its own lakehouse."""
     root = tmp_path_factory.mktemp("team_project")
     project = TeamProject(root, root / "data")
@@ -109,7 +109,7 @@ def project(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     stream.pop("kind")
     stream["name"] = "team_playback"
     stream["archive"] |= {
-        "location": str(data_dir / "archive" / "playback"),
+        "location": str(playback_archive),
         "allow_outside_data_roots": True,
     }
     project.write_component("team_playback", "backfill_platform.components.Stream", stream)
@@ -148,12 +148,7 @@ def test_dg_list_defs_shows_the_team_assets(project):
 
 
 def test_a_dg_launch_backfill_promotes_what_the_archive_holds(backfilled, truth):
-    catalog = IcebergCatalogResource(
-        name="lake",
-        jdbc_uri=f"jdbc:sqlite:{backfilled.data}/catalog.db",
-        sql_uri=f"sqlite:///{backfilled.data}/catalog.db",
-        warehouse=f"file://{backfilled.data}/warehouse",
-    ).load()
+    catalog = catalog_of(backfilled.data).load()
     rows = catalog.load_table("prod.daily_activity").scan().to_arrow().to_pylist()
     per_day: dict[str, int] = {}
     starts: dict[str, int] = {}

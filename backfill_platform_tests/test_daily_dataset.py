@@ -1,8 +1,9 @@
 """A daily dataset (`bucket: day`): no hour column, validated, promoted and verified per day.
 
-`daily_plays` (plays and watch seconds per day and title) runs on the demo `playback` stream through
-real Dagster runs: production must equal an independent pandas computation over the events, every check
-holds per day, and a shadow damaged on one day fails its blocking check for exactly that day.
+`daily_plays` (plays and watch seconds per day and title) runs on the generated playback archive (the
+session's events, or a copy of the archive where a run re-derives events) through real Dagster runs:
+production must equal an independent pandas computation over the events, every check holds per day, and
+a shadow damaged on one day fails its blocking check for exactly that day.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from backfill_platform.pipeline.validation.buckets import actual_figures, events
 from backfill_platform.pipeline.validation.divergence import compare
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import SpecError, load_spec_file
-from backfill_platform_tests.conftest import START, range_tags
 from backfill_platform_tests.daily_transforms import BROKEN_DAY
-from backfill_platform_tests.test_promotion import dataset as hourly_dataset
+from backfill_platform_tests.support.datasets import dataset as hourly_dataset
+from backfill_platform_tests.support.session import START, range_tags
+from backfill_platform_tests.support.streams import stream_copy
 
 D1, D3 = START, START + timedelta(days=2)
 END = D3 + timedelta(days=1)
@@ -71,9 +73,14 @@ reconciliation:
 """
 
 
-def daily(name: str, active: str = "v1", extra_versions: dict[str, str] | None = None) -> DatasetSpec:
+def daily(
+    name: str,
+    active: str = "v1",
+    extra_versions: dict[str, str] | None = None,
+    source_stream: str = "playback",
+) -> DatasetSpec:
     raw = yaml.safe_load(DAILY_PLAYS_YAML)
-    raw["name"], raw["active_version"] = name, active
+    raw["name"], raw["active_version"], raw["source_stream"] = name, active, source_stream
     for version, function in (extra_versions or {}).items():
         raw["versions"][version] = {"transform": f"{TRANSFORMS}:{function}"}
     return DatasetSpec.model_validate(raw)
@@ -92,10 +99,10 @@ def failed_blocking(result) -> set[tuple[str, str]]:
     }
 
 
-def pandas_daily_plays(spark, playback) -> dict[tuple[str, str], tuple[int, int]]:
-    """The dataset computed in plain pandas from the events table, without Spark's aggregation."""
+def pandas_daily_plays(spark, stream) -> dict[tuple[str, str], tuple[int, int]]:
+    """The dataset computed in plain pandas from the stream's events table, without Spark's aggregation."""
     events = (
-        spark.table(events_table(spark, playback))
+        spark.table(events_table(spark, stream))
         .where(in_range("event_time", D1, END))
         .select("event_time", "title_id", "event_type", "position_sec")
         .toPandas()
@@ -154,22 +161,24 @@ def test_hour_datasets_are_unchanged():
 
 
 @pytest.fixture(scope="module")
-def promoted(events_materialized, spark_resource, playback):
-    """events → shadow v1 → production of daily_plays over three days, in one Dagster run."""
-    spec = daily("daily_plays")
+def promoted(truth, data_dir, spark_resource, playback):
+    """events → shadow v1 → production of daily_plays over three days, in one Dagster run, on a copy of
+    the archive (a stream of its own: the session's events are not rewritten)."""
+    stream = stream_copy(playback, data_dir, "playback_daily")
+    spec = daily("daily_plays", source_stream=stream.name)
     assets = [
-        build_events_asset(playback),
-        build_shadow_asset(spec, playback, "v1"),
-        build_production_asset(spec, playback),
+        build_events_asset(stream),
+        build_shadow_asset(spec, stream, "v1"),
+        build_production_asset(spec, stream),
     ]
     result = materialize(
         assets, resources={"spark": spark_resource}, tags=range_tags(D1, D3), raise_on_error=False
     )
-    return spec, result
+    return spec, result, stream
 
 
-def test_daily_dataset_is_promoted_equal_to_an_independent_computation(promoted, spark, playback, truth):
-    spec, result = promoted
+def test_daily_dataset_is_promoted_equal_to_an_independent_computation(promoted, spark, truth):
+    spec, result, stream = promoted
     assert result.success
     for check in (ROW_COUNTS, CHECKSUMS, PROMOTION_VERIFIED):
         by_day = verdicts(result, check)
@@ -182,7 +191,7 @@ def test_daily_dataset_is_promoted_equal_to_an_independent_computation(promoted,
     )
 
     production = production_rows(spark, spec)
-    assert production == pandas_daily_plays(spark, playback)
+    assert production == pandas_daily_plays(spark, stream)
     for day in DAYS:  # plays are the starts the generator wrote, day by day
         plays = sum(p for (d, _), (p, _) in production.items() if d == day)
         assert plays == truth["partitions"][day]["starts"] > 0, day
@@ -210,12 +219,20 @@ def test_a_shadow_wrong_on_one_day_fails_that_day_only(
     assert failed.metadata["buckets_failed"].value == 1
     assert [record.data["bucket"] for record in failed.metadata["failed_buckets"].records] == ["whole day"]
     if failing == CHECKSUMS:  # the rows are all there; only the sum is wrong
-        assert all(e.passed for e in verdicts(result, ROW_COUNTS).values())
+        row_counts = verdicts(result, ROW_COUNTS)
+        assert row_counts and all(e.passed for e in row_counts.values())
     assert not table_exists(spark, production_table(spark, spec))  # nothing was promoted
 
 
-def test_rows_changed_behind_the_platforms_back_fail_that_day(promoted, spark, playback):
-    spec, result = promoted
+def test_rows_changed_behind_the_platforms_back_fail_that_day(
+    events_materialized, spark, spark_resource, playback
+):
+    # A dataset of the test's own, validated and promoted, then its shadow changed behind the platform's back.
+    spec = daily("daily_plays_tampered")
+    chain = [build_shadow_asset(spec, playback, "v1"), build_production_asset(spec, playback)]
+    result = materialize(
+        chain, resources={"spark": spark_resource}, tags=range_tags(D1, D3), raise_on_error=False
+    )
     assert result.success
     target = shadow_table(spark, spec, "v1")
     spark.sql(f"UPDATE {target} SET plays = plays + 1 WHERE event_date = DATE '{BROKEN_DAY}'")
@@ -227,7 +244,8 @@ def test_rows_changed_behind_the_platforms_back_fail_that_day(promoted, spark, p
     shadow = read_range(spark, target, spec, D1, END)
     expected, actual = events_figures(events, spec, DAYS)[0], actual_figures(shadow, spec)
     assert set(actual) == {(day, None) for day in DAYS}
-    assert all(v.passed for v in row_count_check(DAYS, expected, actual))
+    row_counts = row_count_check(DAYS, expected, actual)
+    assert row_counts and all(v.passed for v in row_counts)
     assert [v.day for v in checksum_check(spec, DAYS, expected, actual) if not v.passed] == [BROKEN_DAY]
 
     # Production verification and divergence point at the same day, by key.

@@ -1,11 +1,13 @@
 """Faults a team will meet, each with nothing lost: killed runs and overlapping backfills.
 
 Every backfill here is `dagster asset materialize` in its own process, lakehouse and Dagster instance,
-over the session's generated archive, as a user runs it from the command line (no daemon).
+over a copy of the session's generated archive, as a user runs it from the command line (no daemon).
 
 - Two overlapping backfills of the same range at once: the embedded tier's catalog takes one writer,
   so the second run waits and says for whom; both succeed, and production, events, quarantine and
   the ledger agree afterwards. Its final state is the clean run the fault chain is compared with.
+- A promotion blocked by a (fake) run holding its pool slot, in a lakehouse of its own, names that run and
+  goes on once `runs --reap` has failed it.
 - The fault chain, in one lakehouse: a run SIGKILLed (a) between the events and the quarantine
   commits, the next (b) between the shadow write and its checks, the next (c) between the production
   commit and the ledger write, then the same backfill once more. Each run finds the dead one before
@@ -17,11 +19,13 @@ Tables are read back with PyIceberg (each lakehouse is its own catalog), runs fr
 from __future__ import annotations
 
 import itertools
+import json
 import os
-import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -38,11 +42,12 @@ from backfill_platform.faults import (
     PROMOTION_BEFORE_LEDGER,
     SHADOW_BEFORE_CHECKS,
 )
-from backfill_platform.lakehouse.resources import IcebergCatalogResource
+from backfill_platform.orchestration.runs.catalog_lock import lock_path_for
 from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
 from backfill_platform.pipeline.ledger.commits import DAYS
 from backfill_platform.pipeline.ledger.latest import latest_key
-from backfill_platform_tests.test_cli_backfill import DAGSTER_CLI, REPO_ROOT, write_dagster_home
+from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT
 
 pytestmark = pytest.mark.other_writers
 
@@ -51,6 +56,8 @@ SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title
 POOLS = ["ingest_playback", "promote_views_per_title"]
 KILLED = -9
 RUN_TIMEOUT_SECONDS = 600
+# From a backfill's start until its run holds the embedded catalog's writer lock (a JVM start and more).
+LOCK_TIMEOUT_SECONDS = 300
 # Run monitoring polls every 15 s (dagster.yaml); slots are freed 5 s after the run ended.
 MONITORING_TIMEOUT_SECONDS = 120
 # Ledger columns a rerun must reproduce (ids, snapshot ids and times differ by construction).
@@ -72,9 +79,8 @@ class Lakehouse:
     """One data directory (with a copy of the session's archive) and one Dagster instance."""
 
     def __init__(self, root: Path, archive: Path) -> None:
-        self.data = root / "data"
+        self.data = own_data_dir(root / "data", archive)
         self.home = root / "dagster_home"
-        shutil.copytree(archive, self.data / "archive" / "playback")
         self.home.mkdir()
         write_dagster_home(self.home)
 
@@ -92,8 +98,8 @@ class Lakehouse:
             *("asset", "materialize", "-m", "backfill_platform.definitions"),
             *("--select", SELECTION, "--partition-range", f"{RANGE[0]}...{RANGE[-1]}"),
         ]
-        log = (self.home / f"cli-{time.monotonic_ns()}.log").open("w")
-        return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with (self.home / f"cli-{time.monotonic_ns()}.log").open("w") as log:
+            return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
     def run(self, failpoint: str | None = None) -> int:
         return wait(self.start(failpoint))
@@ -102,12 +108,15 @@ class Lakehouse:
         return DagsterInstance.from_config(str(self.home))
 
     def catalog(self):
-        return IcebergCatalogResource(
-            name="lake",
-            jdbc_uri=f"jdbc:sqlite:{self.data}/catalog.db",
-            sql_uri=f"sqlite:///{self.data}/catalog.db",
-            warehouse=f"file://{self.data}/warehouse",
-        ).load()
+        return catalog_of(self.data).load()
+
+    def catalog_writer(self) -> str | None:
+        """The run holding the catalog's writer lock now, as its lock file names it (None: nobody yet)."""
+        path = lock_path_for(catalog_of(self.data).jdbc_uri)
+        try:
+            return json.loads(path.read_text() or "{}").get("run")
+        except (OSError, ValueError):
+            return None
 
     def table(self, identifier: str) -> pa.Table:
         return self.catalog().load_table(identifier).scan().to_arrow()
@@ -117,7 +126,48 @@ class Lakehouse:
 
 
 def wait(process: subprocess.Popen) -> int:
-    return process.wait(timeout=RUN_TIMEOUT_SECONDS)
+    """The backfill's exit code; one still running after RUN_TIMEOUT_SECONDS is killed (and fails)."""
+    try:
+        return process.wait(timeout=RUN_TIMEOUT_SECONDS)
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def stopped_at_exit(*processes: subprocess.Popen) -> Iterator[None]:
+    """Kill whatever of `processes` is still running when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        for process in processes:
+            stop(process)
+
+
+def poll_until(
+    condition,
+    what: str,
+    timeout: float,
+    process: subprocess.Popen | None = None,
+    every: float = 0.5,
+    evidence=lambda: "",
+):
+    """`condition()` once it is truthy, polled `every` seconds; fails (with `evidence()`) after `timeout`
+    or when `process` has exited first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"{what}: the process exited with {process.returncode} first\n{evidence()}")
+        time.sleep(every)
+    pytest.fail(f"{what}: not within {timeout:.0f} s\n{evidence()}")
 
 
 def sorted_rows(table: pa.Table, *drop: str) -> list[dict]:
@@ -165,25 +215,25 @@ def assert_no_slot_held(instance: DagsterInstance) -> None:
 
 
 @pytest.fixture(scope="module")
-def archive(truth, data_dir: Path) -> Path:
-    return data_dir / "archive" / "playback"
-
-
-@pytest.fixture(scope="module")
-def overlapping(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
+def overlapping(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
     """Two backfills of the same range started at once; both must succeed."""
-    lakehouse = Lakehouse(tmp_path_factory.mktemp("overlapping"), archive)
+    lakehouse = Lakehouse(tmp_path_factory.mktemp("overlapping"), playback_archive)
     first = lakehouse.start()
-    time.sleep(1)  # let the first take the catalog: the test asserts who waited for whom
-    second = lakehouse.start()
-    assert (wait(first), wait(second)) == (0, 0)
+    with stopped_at_exit(first):
+        # The first takes the catalog before the second starts: the test asserts who waited for whom.
+        poll_until(
+            lakehouse.catalog_writer, "the first backfill holds the catalog", LOCK_TIMEOUT_SECONDS, first
+        )
+        second = lakehouse.start()
+        with stopped_at_exit(second):
+            assert (wait(first), wait(second)) == (0, 0)
     return lakehouse
 
 
 @pytest.fixture(scope="module")
-def chain(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def chain(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Kill (a), (b), (c) in turn, reading the state each kill left; then the repairing run."""
-    lakehouse = Lakehouse(tmp_path_factory.mktemp("faults"), archive)
+    lakehouse = Lakehouse(tmp_path_factory.mktemp("faults"), playback_archive)
     seen: dict = {"lakehouse": lakehouse}
 
     assert lakehouse.run(EVENTS_BEFORE_QUARANTINE) == KILLED
@@ -270,7 +320,7 @@ def test_a_run_killed_after_the_production_commit_published_the_whole_range(chai
     assert days == RANGE
     assert sorted_rows(seen["production"]) == sorted_rows(overlapping.table("prod.views_per_title"))
     # The ledger did not hear of it yet, and the UI shows no production materialization from it.
-    assert all(row["promoted_snapshot_id"] is None for row in seen["ledger"].values())
+    assert seen["ledger"] and all(row["promoted_snapshot_id"] is None for row in seen["ledger"].values())
     assert seen["materialized"] == []
 
 
@@ -287,7 +337,9 @@ def test_each_killed_run_is_failed_by_the_next_and_frees_its_slots(chain):
 
 
 def test_production_never_showed_a_partial_range(chain):
-    for snapshot in production_snapshots(chain["lakehouse"]):
+    snapshots = production_snapshots(chain["lakehouse"])
+    assert snapshots  # the killed run (c) and the repairing run promoted
+    for snapshot in snapshots:
         assert snapshot.summary[DAYS] == ",".join(RANGE), snapshot
 
 
@@ -314,10 +366,12 @@ def test_after_the_repair_everything_equals_a_clean_run(chain, overlapping):
 def sleeper() -> tuple[subprocess.Popen, RunWorker]:
     """A live process on this host and the worker record a run of it would carry."""
     process = subprocess.Popen(["sleep", "600"])
-    worker = RunWorker(
-        host=socket.gethostname(), pid=process.pid, started=psutil.Process(process.pid).create_time()
-    )
-    return process, worker
+    try:
+        started = psutil.Process(process.pid).create_time()
+    except BaseException:
+        stop(process)
+        raise
+    return process, RunWorker(host=socket.gethostname(), pid=process.pid, started=started)
 
 
 def fake_started_run(instance: DagsterInstance, worker: RunWorker, pool: str) -> DagsterRun:
@@ -343,56 +397,67 @@ def test_run_monitoring_fails_a_dead_run_and_frees_its_slot(dagster_dev):
     (here: a STARTED run recorded with the worker of a process killed meanwhile) and frees its slot."""
     instance = DagsterInstance.from_config(str(dagster_dev.dagster_home))
     victim, worker = sleeper()
-    victim.kill()
-    victim.wait()
+    stop(victim)
     pool = "fault_test_pool"
     run = fake_started_run(instance, worker, pool)
 
-    deadline = time.monotonic() + MONITORING_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
+    def failed_and_freed() -> bool:
         status = instance.get_run_by_id(run.run_id).status
         slots = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
-        if status == DagsterRunStatus.FAILURE and not slots:
-            break
-        time.sleep(2)
-    assert (status, slots) == (DagsterRunStatus.FAILURE, []), dagster_dev.log_tail()
+        return status == DagsterRunStatus.FAILURE and not slots
+
+    poll_until(
+        failed_and_freed,
+        "run monitoring fails the run and frees its slot",
+        MONITORING_TIMEOUT_SECONDS,
+        every=2,
+        evidence=dagster_dev.log_tail,
+    )
     message = failure_message(instance, run.run_id)
     assert f"pid {victim.pid}" in message and "is gone" in message and "run monitoring" in message, message
 
 
-def test_a_blocked_promotion_names_the_run_it_waits_for_and_goes_on_once_that_is_reaped(overlapping):
-    instance = overlapping.instance()
+def test_a_blocked_promotion_names_the_run_it_waits_for_and_goes_on_once_that_is_reaped(
+    playback_archive: Path, tmp_path: Path
+):
+    lakehouse = Lakehouse(tmp_path, playback_archive)  # its own: the overlapping backfills' stays as it was
+    instance = lakehouse.instance()
     pool = "promote_views_per_title"
     holder_process, holder_worker = sleeper()
-    holder = fake_started_run(instance, holder_worker, pool)
-    backfill = overlapping.start()
-    expected = f"Pool {pool}: waiting for run {holder.run_id} (STARTED, step prod__views_per_title_production, worker pid {holder_process.pid}"
-    deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
-    said = []
-    while time.monotonic() < deadline and not said and backfill.poll() is None:
-        time.sleep(2)
-        said = [
-            message
-            for run in instance.get_runs()
-            if run.run_id != holder.run_id
-            for message in engine_messages(instance, run.run_id)
-            if message.startswith(expected)
-        ]
-    assert said and said[0].endswith(", alive)"), said
+    with stopped_at_exit(holder_process):
+        holder = fake_started_run(instance, holder_worker, pool)
+        backfill = lakehouse.start()
+        with stopped_at_exit(backfill):
+            expected = f"Pool {pool}: waiting for run {holder.run_id} (STARTED, step prod__views_per_title_production, worker pid {holder_process.pid}"
 
-    # The holder dies; the operator's `runs --reap` fails it and frees the slot; the backfill goes on.
-    holder_process.kill()
-    holder_process.wait()
-    env = {**os.environ, "DAGSTER_HOME": str(overlapping.home)}
-    reaped = subprocess.run(
-        [str(DAGSTER_CLI.with_name("backfill-platform")), "runs", "--reap"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert f"failed 1 dead run(s) and freed their slots: {holder.run_id}" in reaped.stdout, reaped.stdout
-    assert wait(backfill) == 0
+            def said() -> list[str]:
+                return [
+                    message
+                    for run in instance.get_runs()
+                    if run.run_id != holder.run_id
+                    for message in engine_messages(instance, run.run_id)
+                    if message.startswith(expected)
+                ]
+
+            waiting = poll_until(
+                said, "the backfill names the run it waits for", RUN_TIMEOUT_SECONDS, backfill, every=2
+            )
+            assert waiting[0].endswith(", alive)"), waiting
+
+            # The holder dies; the operator's `runs --reap` fails it and frees the slot; the backfill goes on.
+            stop(holder_process)
+            env = {**os.environ, "DAGSTER_HOME": str(lakehouse.home)}
+            reaped = subprocess.run(
+                [str(DAGSTER_CLI.with_name("backfill-platform")), "runs", "--reap"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert f"failed 1 dead run(s) and freed their slots: {holder.run_id}" in reaped.stdout, (
+                reaped.stdout
+            )
+            assert wait(backfill) == 0
     assert instance.get_run_by_id(holder.run_id).status == DagsterRunStatus.FAILURE
     assert "backfill-platform runs --reap" in failure_message(instance, holder.run_id)
     assert_no_slot_held(instance)

@@ -4,9 +4,9 @@ A real `dagster dev` (webserver + daemon, the session's `dagster_dev` fixture) s
 workspace with its own Dagster instance. The `views_backfill` fixture launches a partition backfill of
 events → shadow v2 → production of `views_per_title` for three days with `launchPartitionBackfill` and
 polls `partitionBackfillOrError` until the daemon marks it done; this test checks that the whole range
-ran as one run, then reads the ledger and the tables back with this process's Spark session: the range
-was re-derived, checked and promoted in one production commit that names the backfill, its reason and
-its ticket.
+ran as one run, then reads the ledger and the tables of `dagster dev`'s lakehouse back with a Spark
+session of this process bound to it: the range was re-derived, checked and promoted in one production
+commit that names the backfill, its reason and its ticket.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import read_at
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
-from backfill_platform_tests.dagster_dev import VIEWS_BACKFILL_DAYS, VIEWS_BACKFILL_TAGS
+from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS, VIEWS_BACKFILL_TAGS
+from backfill_platform_tests.support.lakehouse import lakehouse_session
 
 pytestmark = pytest.mark.other_writers
 
@@ -46,10 +47,9 @@ def test_graphql_backfill_rederives_and_promotes_the_range(views_backfill: dict,
         DAYS[-1],
     )
 
-    # This long-lived test session was once seen to keep reading the SQLite catalog as it was before
-    # the webserver's run committed (not reproduced in isolation); a new session has its own Iceberg
-    # catalog instance and JDBC connection, so the assertions below cannot read stale metadata.
-    spark = spark.newSession()
+    # `dagster dev`'s lakehouse, through a new session of its own (Iceberg catalog instance and JDBC
+    # connections): the webserver's run committed there, so the assertions cannot read stale metadata.
+    spark = lakehouse_session(spark, dagster_dev.data_dir)
     for identifier in (LEDGER, SHADOW, PRODUCTION):
         spark.sql(f"REFRESH TABLE {identifier}")
 

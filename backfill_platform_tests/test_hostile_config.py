@@ -16,7 +16,7 @@ from backfill_platform.specs.archive_location import ARCHIVE_ROOTS_ENV
 from backfill_platform.specs.common import check_catalog_name
 from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError, load_spec_file
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.test_specs import mutated, write_spec
+from backfill_platform_tests.support.specs import mutated, write_spec
 
 
 def refused(tmp_path: Path, spec: dict) -> str:

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import yaml
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
@@ -38,22 +37,14 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.pipeline.validation.checksums import Fingerprint
-from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, run
+from backfill_platform_tests.support.datasets import dataset, run, write_dataset_spec
+from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.session import D1, D2, D3, REPO_ROOT
 
 
 @pytest.fixture(scope="module")
 def ready(events_materialized):
     return events_materialized
-
-
-def write_spec(folder: Path, name: str) -> Path:
-    """The demo dataset under another name, as a spec file the CLI and jobs find by name."""
-    raw = builtin_spec_data("views_per_title")
-    raw["name"] = name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yaml").write_text(yaml.safe_dump(raw))
-    return folder
 
 
 def facts(spark, name: str, version: str) -> dict[str, tuple]:
@@ -137,7 +128,7 @@ def test_the_revert_job_materializes_each_restored_day(
     from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
     name = "views_truth_job"
-    monkeypatch.setenv(settings.SPECS_ENV, str(write_spec(tmp_path / "specs", name)))
+    monkeypatch.setenv(settings.SPECS_ENV, str(write_dataset_spec(tmp_path / "specs", name)))
     spec = dataset(name)
     assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D2).success
     promotion = promote(spark, spec, playback, D1, D3)
@@ -157,12 +148,14 @@ def test_the_revert_job_materializes_each_restored_day(
     }
 
 
-# Run in a process of its own: validate the shadow, then promote, dying by SIGKILL right after the
-# production commit, before any ledger write (the fault is injected by wrapping the commit itself).
+# Run in a process of its own, on a lakehouse of its own: derive the events and validate the shadow, then
+# promote, dying by SIGKILL right after the production commit, before any ledger write (the fault is
+# injected by wrapping the commit itself).
 KILLED_PROMOTION = """
 import os, signal, sys
 from datetime import date
 from dagster import materialize
+from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 from backfill_platform.pipeline.promotion import promote as promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
@@ -173,7 +166,8 @@ specs = load_specs()
 spec, stream = specs.datasets[name], specs.streams["playback"]
 resource = spark_from_env(catalog_from_env())
 tags = {"dagster/asset_partition_range_start": sys.argv[2], "dagster/asset_partition_range_end": sys.argv[4]}
-assert materialize([build_shadow_asset(spec, stream, "v2")], resources={"spark": resource}, tags=tags).success
+assets = [build_events_asset(stream), build_shadow_asset(spec, stream, "v2")]
+assert materialize(assets, resources={"spark": resource}, tags=tags).success
 commit = promotion.replace_range
 
 def commit_then_die(*args, **kwargs):
@@ -196,7 +190,7 @@ def subprocess_env(data_dir: Path, specs: Path, **extra: str) -> dict[str, str]:
 def run_python(env: dict[str, str], *args: str):
     return subprocess.run(
         [sys.executable, *args],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -204,16 +198,16 @@ def run_python(env: dict[str, str], *args: str):
     )
 
 
-def fresh(spark, *identifiers: str):
-    """A new session (new catalog connections) that sees what other processes committed."""
-    reader = spark.newSession()
+def fresh(spark, data_dir: Path, *identifiers: str):
+    """A new session on `data_dir`'s lakehouse (new catalog connections): what other processes committed."""
+    reader = lakehouse_session(spark, data_dir)
     for identifier in identifiers:
         reader.sql(f"REFRESH TABLE {identifier}")
     return reader
 
 
-def fresh_facts(spark, name: str) -> dict[str, tuple]:
-    reader = fresh(spark, ledger_table(spark))
+def fresh_facts(spark, data_dir: Path, name: str) -> dict[str, tuple]:
+    reader = fresh(spark, data_dir, ledger_table(spark))
     rows = (
         reader.table(ledger_table(spark))
         .where((F.col("dataset") == name) & (F.col("version") == "v2"))
@@ -251,32 +245,32 @@ def test_every_reader_takes_the_same_row_of_a_day_whose_runs_tie_on_recorded_at(
 
 @pytest.mark.other_writers
 def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
-    ready, spark, data_dir, tmp_path
+    spark, playback_archive, tmp_path
 ):
     from dagster import AssetKey, DagsterInstance
 
     from backfill_platform.lakehouse.tables import snapshot_summary
-    from backfill_platform_tests.test_cli_backfill import write_dagster_home
 
     name = "views_truth_killed"
     days = [D1.isoformat(), D2.isoformat()]
-    env = subprocess_env(data_dir, write_spec(tmp_path / "specs", name))
+    data = own_data_dir(tmp_path / "data", playback_archive)  # the subprocesses commit here
+    env = subprocess_env(data, write_dataset_spec(tmp_path / "specs", name))
     killed = run_python(env, "-c", KILLED_PROMOTION, name, days[0], D3.isoformat(), days[1])
     assert killed.returncode == -9, killed.stderr[-3000:]
 
     table = f"lake.prod.{name}"
-    reader = fresh(spark, table)
+    reader = fresh(spark, data, table)
     promoted = current_snapshot_id(reader, table)
     summary = snapshot_summary(reader, table, promoted)
     assert summary["backfill_platform.action"] == "promote" and summary["dagster.run-id"] == "killed-run"
-    assert fresh_facts(spark, name) == dict.fromkeys(
+    assert fresh_facts(spark, data, name) == dict.fromkeys(
         days, (None, None, None)
     )  # production and ledger disagree
 
     ledger_command = run_python(env, "-m", "backfill_platform.cli", "ledger", "--dataset", name)
     assert ledger_command.returncode == 0, ledger_command.stderr[-3000:]
     assert "ledger repaired from production's history: 2 row(s) corrected" in ledger_command.stdout
-    assert fresh_facts(spark, name) == dict.fromkeys(days, (promoted, "killed-run", None))
+    assert fresh_facts(spark, data, name) == dict.fromkeys(days, (promoted, "killed-run", None))
 
     # The revert command tells the Dagster instance what production holds now, day by day.
     home = tmp_path / "dagster_home"
@@ -288,8 +282,8 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
     )
     assert reverted.returncode == 0, reverted.stderr[-3000:]
     assert "reported 2 day(s) of production to the Dagster instance" in reverted.stdout
-    revert_snapshot = current_snapshot_id(fresh(spark, table), table)
-    assert fresh_facts(spark, name) == dict.fromkeys(days, (promoted, "killed-run", revert_snapshot))
+    revert_snapshot = current_snapshot_id(fresh(spark, data, table), table)
+    assert fresh_facts(spark, data, name) == dict.fromkeys(days, (promoted, "killed-run", revert_snapshot))
     with DagsterInstance.from_config(str(home)) as instance:
         records = instance.fetch_materializations(AssetKey(["prod", f"{name}_production"]), limit=10).records
     events = {r.partition_key: r.asset_materialization for r in records}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
-from dagster import materialize
 from pyspark.sql import functions as F
 
+from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.tables import (
     current_snapshot_id,
@@ -24,47 +24,18 @@ from backfill_platform.pipeline.promotion.revert import RevertRefused, revert_pr
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
-from backfill_platform.pipeline.validation.checksums import checksum
-from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform_tests.conftest import START, range_tags
+from backfill_platform_tests.support.datasets import (
+    dataset,
+    failed_checks,
+    prod_state,
+    promotion_chain,
+    run,
+    write_dataset_spec,
+)
+from backfill_platform_tests.support.lakehouse import lakehouse_session
+from backfill_platform_tests.support.session import D1, D2, D3, START
+from backfill_platform_tests.support.streams import stream_copy
 from backfill_platform_tests.transforms import EXCLUDED_DAY
-
-D1, D2, D3 = START, START + timedelta(days=1), START + timedelta(days=2)
-TESTS = "backfill_platform_tests.transforms"
-
-
-def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, **changes) -> DatasetSpec:
-    raw = builtin_spec_data("views_per_title")
-    raw["name"] = name
-    raw["active_version"] = active
-    for version, function in (extra_versions or {}).items():
-        raw["versions"][version] = {"transform": f"{TESTS}:{function}"}
-    raw.update(changes)
-    return DatasetSpec.model_validate(raw)
-
-
-def promotion_chain(spec: DatasetSpec, stream) -> list:
-    """The active version's shadow and production: what a backfill materializes."""
-    return [build_shadow_asset(spec, stream, spec.active_version), build_production_asset(spec, stream)]
-
-
-def run(spark_resource, assets: list, first: date, last: date, **tags: str):
-    return materialize(
-        assets,
-        resources={"spark": spark_resource},
-        tags=range_tags(first, last, **tags),
-        raise_on_error=False,
-    )
-
-
-def prod_state(spark, spec: DatasetSpec) -> tuple:
-    table = production_table(spark, spec)
-    return current_snapshot_id(spark, table), checksum(spark.table(table))
-
-
-def failed_checks(result) -> set[str]:
-    return {c.check_name for c in result.get_asset_check_evaluations() if not c.passed}
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +74,8 @@ def test_v1_bug_is_caught_per_bucket_and_v2_passes(ready, spark, spark_resource,
     ],
 )
 def test_a_bad_shadow_never_reaches_production(ready, spark, spark_resource, playback, function, failing):
-    good = dataset("views_gate")
+    name = f"views_gate_{function}"  # each case its own shadow and production
+    good = dataset(name)
     assert run(
         spark_resource,
         promotion_chain(good, playback),
@@ -112,7 +84,7 @@ def test_a_bad_shadow_never_reaches_production(ready, spark, spark_resource, pla
     ).success
     before = prod_state(spark, good)
 
-    bad = dataset("views_gate", active="bad", extra_versions={"bad": function})
+    bad = dataset(name, active="bad", extra_versions={"bad": function})
     result = run(
         spark_resource,
         promotion_chain(bad, playback),
@@ -309,7 +281,7 @@ def test_a_day_without_validated_events_is_blocked(ready, spark, spark_resource,
     assert prod_state(spark, spec) == before
 
 
-def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
+def test_ledger_tables_gain_columns_added_by_a_newer_version(spark, tmp_path):
     from backfill_platform.pipeline.ledger.ledger import (
         IngestionRow,
         ensure_ledger,
@@ -317,13 +289,17 @@ def test_ledger_tables_gain_columns_added_by_a_newer_version(ready, spark):
         row_columns,
     )
 
-    table = ingestions_table(spark)
-    spark.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
-    ensure_ledger(spark)
-    assert "failed_checks" in spark.table(table).columns
-    assert set(spark.table(table).columns) == set(IngestionRow.__dataclass_fields__)
+    # A ledger of the test's own (another catalog): the session's ledger keeps its columns and values.
+    lakehouse = lakehouse_session(spark, tmp_path)
+    ensure_ledger(lakehouse)
+    table = ingestions_table(lakehouse)
+    lakehouse.sql(f"ALTER TABLE {table} DROP COLUMN failed_checks")
+    assert "failed_checks" not in lakehouse.table(table).columns
+    ensure_ledger(lakehouse)
+    assert "failed_checks" in lakehouse.table(table).columns
+    assert set(lakehouse.table(table).columns) == set(IngestionRow.__dataclass_fields__)
     # Column types come from the row's type hints (`int | None` is a nullable bigint).
-    schema = {field.name: field.dataType.simpleString() for field in spark.table(table).schema}
+    schema = {field.name: field.dataType.simpleString() for field in lakehouse.table(table).schema}
     assert schema == dict(row_columns(IngestionRow))
     assert schema["events_snapshot_id"] == "bigint" and schema["recorded_at"] == "timestamp"
     assert schema["partition"] == "date" and schema["run_seconds"] == "double"
@@ -398,10 +374,15 @@ def test_a_key_value_with_a_pipe_reads_back_whole_from_the_divergence_sample(
     assert "| !a\\|b |" in row and row.replace("\\|", "").count("|") == len(sample.schema.columns) + 1
 
 
-def test_revert_job_restores_the_last_promotion(ready, spark, spark_resource, playback):
+def test_revert_job_restores_the_last_promotion(
+    ready, spark, spark_resource, playback, tmp_path, monkeypatch
+):
     from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
-    spec = dataset("views_per_title")  # the job looks the dataset up by name among the loaded specs
+    # The job looks the dataset up by name among the loaded specs: a spec file of the test's own.
+    name = "views_revert_job"
+    monkeypatch.setenv(settings.SPECS_ENV, str(write_dataset_spec(tmp_path / "specs", name)))
+    spec = dataset(name)
     assert run(spark_resource, promotion_chain(spec, playback), D2, D2).success
     table = production_table(spark, spec)
     promoted = current_snapshot_id(spark, table)
@@ -430,29 +411,33 @@ def test_cutover_review_and_retiring_an_old_shadow(ready, spark, spark_resource,
     assert not table_exists(spark, dropped)
 
 
-def test_a_day_without_archive_records_fails_its_events_checks(ready, spark_resource, playback):
+def test_a_day_without_archive_records_fails_its_events_checks(truth, data_dir, spark_resource, playback):
     from backfill_platform.pipeline.events.assets import build_events_asset
 
+    stream = stream_copy(playback, data_dir, "playback_no_records")  # its own events tables
     missing = START + timedelta(days=25)  # the archive has nothing for it (lost or expired)
-    result = run(spark_resource, [build_events_asset(playback)], missing, missing)
+    result = run(spark_resource, [build_events_asset(stream)], missing, missing)
     assert not result.success and "records_present" in failed_checks(result)
 
 
-def test_events_rewritten_after_their_checks_block_the_shadow(ready, spark, spark_resource, playback):
+def test_events_rewritten_after_their_checks_block_the_shadow(
+    truth, data_dir, spark, spark_resource, playback
+):
     """A run that rewrote a day's events and died before its checks leaves an older verdict behind."""
     from backfill_platform.pipeline.events.assets import build_events_asset
     from backfill_platform.pipeline.events.ingest import events_table
 
     day = START + timedelta(days=4)
-    spec = dataset("views_events_changed")
-    spark.sql(f"DELETE FROM {events_table(spark, playback)} WHERE event_id IN "
-              f"(SELECT event_id FROM {events_table(spark, playback)} WHERE to_date(event_time) = DATE'{day}' LIMIT 5)")  # fmt: skip
-    try:
-        result = run(spark_resource, [build_shadow_asset(spec, playback, "v2")], day, day)
-        assert not result.success and "events_validated" in failed_checks(result)
-        check = next(c for c in result.get_asset_check_evaluations() if c.check_name == "events_validated")
-        assert check.partition == day.isoformat()
-        assert "changed after their checks" in check.metadata["problem"].value
-    finally:  # re-derive the day (and its verdict) for the tests that follow
-        assert run(spark_resource, [build_events_asset(playback)], day, day).success
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], day, day).success
+    stream = stream_copy(playback, data_dir, "playback_rewritten")  # events of the test's own
+    spec = dataset("views_events_changed", source_stream=stream.name)
+    assert run(spark_resource, [build_events_asset(stream)], day, day).success
+    spark.sql(f"DELETE FROM {events_table(spark, stream)} WHERE event_id IN "
+              f"(SELECT event_id FROM {events_table(spark, stream)} WHERE to_date(event_time) = DATE'{day}' LIMIT 5)")  # fmt: skip
+    result = run(spark_resource, [build_shadow_asset(spec, stream, "v2")], day, day)
+    assert not result.success and "events_validated" in failed_checks(result)
+    check = next(c for c in result.get_asset_check_evaluations() if c.check_name == "events_validated")
+    assert check.partition == day.isoformat()
+    assert "changed after their checks" in check.metadata["problem"].value
+    # Re-deriving the day (and its verdict) unblocks the shadow.
+    assert run(spark_resource, [build_events_asset(stream)], day, day).success
+    assert run(spark_resource, [build_shadow_asset(spec, stream, "v2")], day, day).success

@@ -32,7 +32,8 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.pipeline.validation.checksums import Fingerprint
-from backfill_platform_tests.test_promotion import D1, D2, D3, dataset, failed_checks, run
+from backfill_platform_tests.support.datasets import dataset, failed_checks, run
+from backfill_platform_tests.support.session import D1, D2, D3
 from backfill_platform_tests.transforms import FLAKY_DAY
 
 END = D3 + timedelta(days=1)

@@ -292,13 +292,13 @@ def _ranges(days: tuple[str, ...]) -> list[tuple[str, str]]:
 
 @contextmanager
 def armed(name: str | None) -> Iterator[None]:
-    """Arm a failpoint for one run; it interrupts the run where it would SIGKILL the process."""
-    if name:
-        os.environ[faults.FAILPOINTS_ENV] = name
-    try:
+    """Arm a failpoint for one run; it interrupts the run where it would SIGKILL the process. The
+    environment is restored afterwards."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(faults.FAILPOINTS_ENV, raising=False)
+        if name:
+            patch.setenv(faults.FAILPOINTS_ENV, name)
         yield
-    finally:
-        os.environ.pop(faults.FAILPOINTS_ENV, None)
 
 
 def interrupt_instead_of_kill() -> None:

@@ -33,8 +33,8 @@ from backfill_platform.pipeline.replay.runner import ReplayRequest, _batches, ru
 from backfill_platform.pipeline.replay.source import Event
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.conftest import START
-from backfill_platform_tests.moto_server import aws_environment
+from backfill_platform_tests.support.moto import aws_environment
+from backfill_platform_tests.support.session import START
 
 BACKFILL, LIVE, UNDECLARED = "playback-backfill", "playback-events", "playback-undeclared"
 FIRST, AFTER = START + timedelta(days=1), START + timedelta(days=3)  # two days, end exclusive

@@ -48,8 +48,8 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.conftest import START, range_tags
-from backfill_platform_tests.moto_server import MotoServer, aws_environment
+from backfill_platform_tests.support.moto import MotoServer, aws_environment
+from backfill_platform_tests.support.session import START, range_tags
 
 BUCKET = "firehose-archive"
 PREFIX = "playback/firehose"
@@ -155,7 +155,7 @@ def test_listing_is_per_hour_paginated_and_fingerprinted_by_etag(archives, moto,
         assert [(f.name, f.size, f.ingestion_hour) for f in s3_files] == [
             (f.name, f.size, f.ingestion_hour) for f in local_files
         ]
-        assert all(f.path.startswith(f"s3://{BUCKET}/{PREFIX}/") and f.etag for f in s3_files)
+        assert s3_files and all(f.path.startswith(f"s3://{BUCKET}/{PREFIX}/") and f.etag for f in s3_files)
         # Paginated, and bounded to the hour's prefix: 5 objects in pages of 2 are 3 calls on that prefix.
         client = moto.client("s3")
         crowded = datetime(2026, 9, 1, 0, tzinfo=UTC)

@@ -36,7 +36,7 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.conftest import range_tags
+from backfill_platform_tests.support.session import range_tags
 
 STREAM, DATASET = "playback_evolving", "views_evolving"
 DAY1, DAY2 = date(2026, 10, 1), date(2026, 10, 2)

@@ -15,7 +15,7 @@ import yaml
 from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, builtin_spec_data, load_specs
 from backfill_platform.specs.stream import events_columns
 from backfill_platform.specs.transforms import SYNTHETIC_PREFIX
-from backfill_platform_tests.test_specs import mutated, write_spec
+from backfill_platform_tests.support.specs import mutated, write_spec
 
 DATASET = builtin_spec_data("views_per_title")
 

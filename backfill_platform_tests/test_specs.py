@@ -2,41 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from backfill_platform import settings
-from backfill_platform.specs.loader import (
-    BUILTIN_SPECS_DIR,
-    SpecError,
-    builtin_spec_data,
-    load_spec_file,
-    load_specs,
-)
-
-VALID = builtin_spec_data("playback")
-
-
-def write_spec(folder: Path, name: str, spec: dict) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def mutated(**changes) -> dict:
-    spec = yaml.safe_load(yaml.safe_dump(VALID))
-    for dotted, value in changes.items():
-        target = spec
-        *parents, leaf = dotted.split("__")
-        for part in parents:
-            target = target[int(part)] if part.isdigit() else target[part]
-        if value is KeyError:
-            del target[leaf]
-        else:
-            target[leaf] = value
-    return spec
+from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_spec_file, load_specs
+from backfill_platform_tests.support.specs import VALID, mutated, write_spec
 
 
 def test_demo_spec_loads_with_its_versions():

@@ -20,9 +20,10 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.tables import current_snapshot_id
-from backfill_platform_tests.dagster_dev import VIEWS_BACKFILL_DAYS, write_stream_copy
-from backfill_platform_tests.test_cli_backfill import write_dagster_home
-from backfill_platform_tests.test_cli_operations import invoke, table_row
+from backfill_platform_tests.support.cli import invoke, table_row
+from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS
+from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.streams import write_stream_copy
 
 STREAM, DATASET = "playback_sweep", "views_sweep"
 PRODUCTION = f"lake.prod.{DATASET}"
@@ -54,15 +55,18 @@ def promoted(sweep_env, spark) -> list:
 
 
 @pytest.fixture(scope="module")
-def clean_sweep(promoted) -> Result:
-    return invoke("sweep", "--dataset", DATASET)
+def clean_sweep(promoted, spark) -> tuple[Result, int]:
+    """The sweep of untouched production, and production's snapshot it swept (later fixtures change
+    production: tests read it at that snapshot)."""
+    return invoke("sweep", "--dataset", DATASET), current_snapshot_id(spark, PRODUCTION)
 
 
 @pytest.fixture(scope="module")
-def report(promoted, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, str]:
+def report(promoted, spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, str, int]:
+    """The report of the backfill, what it wrote, and production's snapshot when it was made."""
     out = tmp_path_factory.mktemp("report") / "report.md"
     result = invoke("report", "--backfill", promoted[0]["run_id"], "--out", str(out))
-    return result, out.read_text()
+    return result, out.read_text(), current_snapshot_id(spark, PRODUCTION)
 
 
 def update(spark, assignment: str, where: str) -> None:
@@ -96,12 +100,11 @@ def markdown_rows(markdown: str, first_cell: str) -> list[list[str]]:
 
 
 def test_sweep_of_untouched_production_proposes_nothing(clean_sweep, spark):
+    clean_sweep, snapshot = clean_sweep
     assert clean_sweep.exit_code == 0
-    snapshot = current_snapshot_id(spark, PRODUCTION)
-    counts = {r[0].isoformat(): r[1] for r in spark.table(PRODUCTION).groupBy("event_date").count().collect()}
-    views = {
-        r[0].isoformat(): r[1] for r in spark.table(PRODUCTION).groupBy("event_date").sum("views").collect()
-    }
+    swept = spark.read.option("snapshot-id", snapshot).table(PRODUCTION)  # production as it was swept
+    counts = {r[0].isoformat(): r[1] for r in swept.groupBy("event_date").count().collect()}
+    views = {r[0].isoformat(): r[1] for r in swept.groupBy("event_date").sum("views").collect()}
     for day in DAYS:
         cells = table_row(clean_sweep.output, day)
         assert cells[1] == cells[2] == f"{counts[day]:,}"  # production's rows = what the events imply
@@ -111,14 +114,13 @@ def test_sweep_of_untouched_production_proposes_nothing(clean_sweep, spark):
     assert "backfill-platform backfill" not in clean_sweep.output
 
 
-def test_report_of_the_run_prints_the_ledgers_numbers(report, promoted, spark):
-    result, written = report
+def test_report_of_the_run_prints_the_ledgers_numbers(report, promoted):
+    result, written, snapshot = report
     assert result.exit_code == 0
     assert result.output == written
     run_id = promoted[0]["run_id"]
     assert written.startswith(f"# Backfill report: {run_id}\n")
     assert "## views_sweep" in written
-    snapshot = current_snapshot_id(spark, PRODUCTION)
     for row in promoted:
         cells = markdown_rows(written, row["partition"].isoformat())
         assert len(cells) == 1
@@ -147,9 +149,11 @@ def test_report_of_an_unknown_id_is_a_clear_error(sweep_env):
 @pytest.mark.other_writers
 def test_report_of_a_dagster_backfill_names_its_run_and_promotion(views_backfill, dagster_dev, monkeypatch):
     """The session's GraphQL backfill (launched through `dagster dev`): its id finds its run through
-    the Dagster instance, the ledger rows tagged with it, and the promotion snapshot naming it."""
+    the Dagster instance, the ledger rows tagged with it, and the promotion snapshot naming it (in the
+    lakehouse of `dagster dev`, read through PyIceberg)."""
     backfill_id, run_id = views_backfill["id"], views_backfill["runs"][0]["runId"]
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_dev.dagster_home))
+    monkeypatch.setenv(settings.DATA_DIR_ENV, str(dagster_dev.data_dir))
     result = invoke("report", "--backfill", backfill_id)
     assert result.exit_code == 0
     assert f"Dagster backfill of 1 run(s): {run_id}" in result.output

@@ -36,12 +36,11 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START
 from backfill_platform.pipeline.run_tags import RUN_ID
-from backfill_platform_tests.conftest import START
-from backfill_platform_tests.dagster_dev import free_port
+from backfill_platform_tests.support.dagster_dev import free_port
+from backfill_platform_tests.support.session import REPO_ROOT, START
 
 pytestmark = pytest.mark.other_writers
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DAYS = 3
 EVENTS_PER_DAY = 2000
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]

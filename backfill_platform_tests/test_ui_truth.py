@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from backfill_platform_tests.dagster_dev import (
+from backfill_platform_tests.support.dagster_dev import (
     GAP_DATASET,
     GAP_STREAM,
     VIEWS_BACKFILL_DAYS,

@@ -7,7 +7,6 @@ environment, so code running inside tasks reaches the same endpoint.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 REGION = "us-east-1"
 
@@ -90,13 +91,7 @@ def aws_environment(server: MotoServer, **override: str) -> Iterator[dict[str, s
     """Point boto3's standard environment at the server for the duration (restored afterwards);
     `override` sets other keys too (e.g. another user's credentials). Yields what was set."""
     env = {**server.env(), **override}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
         yield env
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

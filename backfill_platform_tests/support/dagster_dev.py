@@ -1,11 +1,11 @@
 """A real `dagster dev` (webserver + daemon) for end-to-end tests, and the GraphQL the UI speaks to it.
 
 One webserver and daemon serve the repository's workspace for the whole pytest session (the `dagster_dev`
-fixture in conftest.py), with its own Dagster instance, the session's data directory, and an extra spec
-folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides the demo's:
-`playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted, and the
-dataset `views_gap_ui` on it. (Not `playback_gap`: test_completeness.py uses that name, in the same
-catalog and data directory.) `playback_submitted`/`views_submitted`: a whole copy, which
+fixture in conftest.py), with its own Dagster instance, a data directory of its own (`dagster_dev_data`:
+its runs commit there, never to the test process's catalog) holding a copy of the generated archive, and
+an extra spec folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides
+the demo's: `playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted,
+and the dataset `views_gap_ui` on it. `playback_submitted`/`views_submitted`: a whole copy, which
 test_cli_instance.py backfills through `backfill-platform backfill --instance`.
 
 The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/ops/graphql.py` and
@@ -15,7 +15,6 @@ The GraphQL (queries, launch, wait) is the platform's own client, `backfill_plat
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from backfill_platform import settings
 from backfill_platform.ops import graphql, submit
 from backfill_platform.ops.graphql import GraphQLClient, SubmitError
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.session import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT_SECONDS = 180
 # The backfill daemon loops every ~30 s: up to 30 s before the run starts and 30 s after it ended.
 BACKFILL_TIMEOUT_SECONDS = 480
@@ -87,6 +85,7 @@ class DagsterDev:
     log: Path
     process: subprocess.Popen
     dagster_home: Path
+    data_dir: Path
 
     @property
     def graphql_url(self) -> str:
@@ -153,8 +152,6 @@ def wait_until_loaded(dev: DagsterDev) -> None:
 @contextmanager
 def dagster_dev_server(data_dir: Path, dagster_home: Path, spec_dirs: list[Path]) -> Iterator[DagsterDev]:
     """`dagster dev` on a free loopback port with its own DAGSTER_HOME; stopped (group) on exit."""
-    from backfill_platform_tests.test_cli_backfill import write_dagster_home
-
     write_dagster_home(dagster_home)
     port = free_port()
     env = {
@@ -177,37 +174,18 @@ def dagster_dev_server(data_dir: Path, dagster_home: Path, spec_dirs: list[Path]
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    dev = DagsterDev(base_url=f"http://127.0.0.1:{port}", log=log, process=process, dagster_home=dagster_home)
+    dev = DagsterDev(
+        base_url=f"http://127.0.0.1:{port}",
+        log=log,
+        process=process,
+        dagster_home=dagster_home,
+        data_dir=data_dir,
+    )
     try:
         wait_until_loaded(dev)
         yield dev
     finally:
         stop(process)
-
-
-# --- specs of the session's extra streams and datasets -------------------------------------------------
-
-
-def write_stream_copy(
-    specs_dir: Path, data_dir: Path, stream: str, dataset: str, drop_hours: list[tuple[str, ...]]
-) -> None:
-    """The generated playback archive copied to `archive/<stream>` without `drop_hours` (each
-    (Y, m, d, H) folder), declared as stream `stream`, and the demo dataset on it as `dataset`."""
-    target = data_dir / "archive" / stream
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(data_dir / "archive" / "playback", target)
-    for hour in drop_hours:
-        shutil.rmtree(target.joinpath(*hour))
-    stream_spec = builtin_spec_data("playback")
-    stream_spec["name"] = stream
-    stream_spec["archive"]["location"] = f"archive/{stream}"
-    dataset_spec = builtin_spec_data("views_per_title")
-    dataset_spec["name"] = dataset
-    dataset_spec["source_stream"] = stream
-    specs_dir.mkdir(parents=True, exist_ok=True)
-    (specs_dir / f"{stream}.yaml").write_text(yaml.safe_dump(stream_spec, sort_keys=False))
-    (specs_dir / f"{dataset}.yaml").write_text(yaml.safe_dump(dataset_spec, sort_keys=False))
 
 
 # --- backfills through GraphQL, as the UI launches them ----------------------------------------------

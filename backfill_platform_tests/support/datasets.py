@@ -1,0 +1,66 @@
+"""The demo dataset under a test's own name (its own shadow and production tables), and its runs."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import yaml
+from dagster import materialize
+
+from backfill_platform.lakehouse.tables import current_snapshot_id
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.pipeline.validation.checksums import checksum
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform_tests.support.session import range_tags
+
+# Deliberately broken versions of views_per_title (spec `transform` references).
+TRANSFORMS = "backfill_platform_tests.transforms"
+
+
+def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, **changes) -> DatasetSpec:
+    """views_per_title named `name`, with `extra_versions` (version -> function of TRANSFORMS)."""
+    raw = builtin_spec_data("views_per_title")
+    raw["name"] = name
+    raw["active_version"] = active
+    for version, function in (extra_versions or {}).items():
+        raw["versions"][version] = {"transform": f"{TRANSFORMS}:{function}"}
+    raw.update(changes)
+    return DatasetSpec.model_validate(raw)
+
+
+def write_dataset_spec(folder: Path, name: str) -> Path:
+    """views_per_title named `name`, as a spec file the CLI and jobs find by name; returns the folder."""
+    raw = builtin_spec_data("views_per_title")
+    raw["name"] = name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump(raw))
+    return folder
+
+
+def promotion_chain(spec: DatasetSpec, stream) -> list:
+    """The active version's shadow and production: what a backfill materializes."""
+    return [build_shadow_asset(spec, stream, spec.active_version), build_production_asset(spec, stream)]
+
+
+def run(spark_resource, assets: list, first: date, last: date, **tags: str):
+    """One in-process run of `assets` over the days first..last; failures are returned, not raised."""
+    return materialize(
+        assets,
+        resources={"spark": spark_resource},
+        tags=range_tags(first, last, **tags),
+        raise_on_error=False,
+    )
+
+
+def prod_state(spark, spec: DatasetSpec) -> tuple:
+    """Production's current snapshot and checksum."""
+    table = production_table(spark, spec)
+    return current_snapshot_id(spark, table), checksum(spark.table(table))
+
+
+def failed_checks(result) -> set[str]:
+    return {c.check_name for c in result.get_asset_check_evaluations() if not c.passed}

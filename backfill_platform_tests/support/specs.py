@@ -1,0 +1,32 @@
+"""Spec dicts changed field by field from the demo stream's, written as spec files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from backfill_platform.specs.loader import builtin_spec_data
+
+VALID = builtin_spec_data("playback")
+
+
+def write_spec(folder: Path, name: str, spec: dict) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def mutated(**changes) -> dict:
+    """The demo stream's spec with `changes`: `a__b__0__c=value` sets a nested field (`KeyError` deletes it)."""
+    spec = yaml.safe_load(yaml.safe_dump(VALID))
+    for dotted, value in changes.items():
+        target = spec
+        *parents, leaf = dotted.split("__")
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        if value is KeyError:
+            del target[leaf]
+        else:
+            target[leaf] = value
+    return spec
