@@ -122,6 +122,7 @@ test: setup
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # A shell started in the background (`make ui &`) ignores SIGINT, and `dagster dev` maps SIGTERM to its
 # SIGINT handler, so it could then not be stopped cleanly; restore the default SIGINT before exec.
