@@ -18,7 +18,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START
 from backfill_platform.pipeline.run_tags import RUN_ID
-from backfill_platform_tests.support.dagster_dev import free_port
+from backfill_platform_tests.support.dagster_dev import free_port, stop
 from backfill_platform_tests.support.session import REPO_ROOT, START
 
 pytestmark = pytest.mark.other_writers
@@ -61,21 +60,6 @@ def postgres_bin_dir() -> Path | None:
         key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
     )
     return found[-1] if found else None
-
-
-def stop_group(process: subprocess.Popen, timeout: float = 20) -> None:
-    """SIGTERM the process group, then SIGKILL it if it does not exit."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
-        if process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------------
@@ -270,7 +254,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
         yield cluster
     finally:
         for process in reversed(launched):
-            stop_group(process)
+            stop(process, timeout=20)
 
 
 # --- the backfill through Dagster, on the team tier ----------------------------------------------------

@@ -113,11 +113,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def stop(process: subprocess.Popen) -> None:
+def stop(process: subprocess.Popen, timeout: float = SHUTDOWN_TIMEOUT_SECONDS) -> None:
     """SIGTERM the whole process group (webserver, daemon, code server, runs), then SIGKILL."""
     if process.poll() is not None:
         return
-    for sig, wait in ((signal.SIGTERM, SHUTDOWN_TIMEOUT_SECONDS), (signal.SIGKILL, 10)):
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:
