@@ -46,13 +46,13 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
     specs = load_specs()
     if dataset is not None:
         datasets = [dataset_spec(dataset)]
-        stream = datasets[0].source_stream
+        stream = datasets[0].primary_stream
     elif stream not in specs.streams:
         raise click.BadParameter(
             f"unknown stream {stream!r}; known: {sorted(specs.streams)}", param_hint="--stream"
         )
     else:
-        datasets = [d for d in specs.datasets.values() if d.source_stream == stream]
+        datasets = [d for d in specs.datasets.values() if stream in d.stream_names]
     console = wide_console()
     with Progress(
         "counting lines",
@@ -134,9 +134,10 @@ def backfill(
     quiet_dagster()
     first, after = day_range(start, end)
     spec = dataset_spec(dataset)
-    stream = load_specs().streams[spec.source_stream]
+    streams = load_specs().streams
+    sources = tuple(streams[name] for name in spec.stream_names)
     request = BackfillRequest(
-        spec, stream, first, after, reason, ticket, dry_run, POLICIES[policy], log_level.upper()
+        spec, sources[0], first, after, reason, ticket, dry_run, POLICIES[policy], log_level.upper(), sources
     )
     console = wide_console()
     what = "events → shadow → checks" + ("" if dry_run else " → production")
@@ -216,7 +217,11 @@ def sweep_command(dataset: str, start, end) -> None:
         raise click.UsageError("give both --start and --end, or neither (every day of production)")
     first, after = day_range(start, end) if start is not None else (None, None)
     spec = dataset_spec(dataset)
-    stream = load_specs().streams[spec.source_stream]
+    if spec.named_sources:
+        raise click.UsageError(
+            f"sweep compares production with one stream's events; {dataset} reads {spec.stream_names}"
+        )
+    stream = load_specs().streams[spec.primary_stream]
     console = wide_console()
     with console.status(f"sweeping {dataset}: starting Spark") as status, refusals():
         result = sweep(

@@ -1,5 +1,5 @@
-"""The `Dataset` component: a table derived from a stream's events, with its shadow versions,
-blocking checks and the production table they are promoted into."""
+"""The `Dataset` component: a table derived from one or several streams' events, with its shadow
+versions, blocking checks and the production table they are promoted into."""
 
 from __future__ import annotations
 
@@ -16,27 +16,30 @@ from backfill_platform.specs.stream import StreamSpec
 
 @scaffold_with(SpecScaffolder)
 class Dataset(SpecComponent[DatasetSpec]):
-    """A dataset computed from the events of `source_stream` by versioned transforms: one shadow table
-    per version, validated per day, and the production table fed by the active version's validated
-    shadow in one atomic Iceberg commit. Attributes: the dataset spec (see the README)."""
+    """A dataset computed from the events of `source_stream` (or of several `sources`) by versioned
+    transforms: one shadow table per version, validated per day, and the production table fed by the
+    active version's validated shadow in one atomic Iceberg commit. Attributes: the dataset spec (see
+    the README)."""
 
     spec_model = DatasetSpec
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         from backfill_platform.orchestration.factory import dataset_assets
 
-        stream = source_stream(self.spec, context)
-        # Checked here, where the stream is known: every SQL expression against its events' columns.
-        raise_problems(self.path, dataset_problems(self.spec, {stream.name: stream}))
-        return Definitions(assets=dataset_assets(self.spec, stream))
+        streams = source_streams(self.spec, context)
+        # Checked here, where the streams are known: every SQL expression against its source's events.
+        raise_problems(self.path, dataset_problems(self.spec, streams))
+        return Definitions(assets=dataset_assets(self.spec, streams))
 
 
-def source_stream(spec: DatasetSpec, context: ComponentLoadContext) -> StreamSpec:
-    """The stream component of the same project that the dataset names."""
+def source_streams(spec: DatasetSpec, context: ComponentLoadContext) -> dict[str, StreamSpec]:
+    """The stream components of the same project that the dataset reads, by name."""
     streams = {s.spec.name: s.spec for s in context.component_tree.get_all_components(of_type=Stream)}
-    if spec.source_stream not in streams:
+    unknown = [name for name in spec.stream_names if name not in streams]
+    if unknown:
+        field = "sources" if spec.named_sources else "source_stream"
         raise SpecError(
-            f"{spec._source_path}: field 'source_stream': {spec.source_stream!r} is not a Stream component of "
-            f"this project (streams: {sorted(streams) or 'none'})"
+            f"{spec._source_path}: field '{field}': {', '.join(map(repr, unknown))} is not a Stream component "
+            f"of this project (streams: {sorted(streams) or 'none'})"
         )
-    return streams[spec.source_stream]
+    return {name: streams[name] for name in spec.stream_names}

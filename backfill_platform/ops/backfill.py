@@ -45,13 +45,17 @@ class BackfillRequest:
     dry_run: bool = False
     policy: str = ALL_OR_NOTHING
     log_level: str = "CRITICAL"  # failures are reported from the run's events, not its log
+    # Every source of a dataset with several (`stream` is the first); the range re-derives each one's
+    # events. Days a lookback reaches before the range are read as they are.
+    sources: tuple[StreamSpec, ...] = ()
 
     @property
     def days(self) -> list[date]:
         return days_between(self.start, self.end)
 
     def asset_keys(self) -> list[AssetKey]:
-        keys = [events_key(self.stream), shadow_key(self.dataset, self.dataset.active_version)]
+        events = [events_key(s) for s in self.sources or (self.stream,)]
+        keys = [*events, shadow_key(self.dataset, self.dataset.active_version)]
         return keys if self.dry_run else [*keys, production_key(self.dataset)]
 
     def tags(self) -> dict[str, str]:

@@ -77,7 +77,7 @@ def dataset_status(catalog, spec: DatasetSpec) -> list[DayStatus]:
     version = spec.active_version
     validations = latest(rows, lambda r: r["version"] == version and not r["adopted"])
     production = in_production(rows)
-    ingestions = latest(ingestion_rows(catalog, spec.source_stream))
+    ingestions = latest(ingestion_rows(catalog, spec.primary_stream))
     statuses = []
     for day in sorted(set(validations) | set(production) | set(ingestions)):
         state, detail = day_state(validations.get(day), production.get(day), ingestions.get(day))

@@ -7,7 +7,7 @@ for a whole `SpecSet` in one call (the demo, the benchmark, tests).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from dagster import AssetCheckKey, AssetsDefinition, Definitions
 
@@ -53,7 +53,7 @@ def spec_assets(
     for stream in streams:
         assets += stream_assets(stream)
     for dataset in datasets:
-        assets += dataset_assets(dataset, known_streams[dataset.source_stream])
+        assets += dataset_assets(dataset, {name: known_streams[name] for name in dataset.stream_names})
     return assets
 
 
@@ -65,17 +65,21 @@ def stream_assets(stream: StreamSpec) -> list[AssetsDefinition]:
     ]
 
 
-def dataset_assets(dataset: DatasetSpec, stream: StreamSpec) -> list[AssetsDefinition]:
-    """A dataset's shadows (the refresh derives the active one only) and production table."""
+def dataset_assets(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> list[AssetsDefinition]:
+    """A dataset's shadows (the refresh derives the active one only) and production table; `streams`
+    holds its sources by name."""
     active = dataset.active_version
+    sources = [streams[name] for name in dataset.stream_names]
     assets = [
-        build_shadow_asset(dataset, stream, version, shadow_condition(stream) if version == active else None)
+        build_shadow_asset(
+            dataset, sources, version, shadow_condition(sources) if version == active else None
+        )
         for version in dataset.versions
     ]
     # Divergence from production only warns (unless a run sets a bound): after a late file the
     # re-validated shadow always diverges, and must still be promoted.
     divergence = AssetCheckKey(shadow_key(dataset, active), DIVERGENCE)
-    assets.append(build_production_asset(dataset, stream, production_condition(stream, [divergence])))
+    assets.append(build_production_asset(dataset, sources, production_condition(sources, [divergence])))
     return assets
 
 

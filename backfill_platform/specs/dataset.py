@@ -1,20 +1,38 @@
 """Dataset specs: a derived table, its versions, and the rules that validate it against the events.
 
 Each version names a transform (`module:function`, a PySpark function of the events of a window).
-The reconciliation rules are sums over the events table that the per-bucket sums of the dataset's
-aggregation columns must equal; sums are invariant under grouping, so these expectations come from
-the events, independently of the transform being checked.
+A dataset reads one stream (`source_stream`) or several (`sources`: a join, such as plays attributed
+to the impressions that led to them); each source may be read with a `lookback` before the day, so a
+day's rows can depend on the tail of the day before. The reconciliation rules are sums over one
+source's events that the per-bucket sums of the dataset's aggregation columns must equal; sums are
+invariant under grouping, so these expectations come from the events, independently of the transform
+being checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from backfill_platform.specs.common import FieldType, Identifier, SpecModel
+from backfill_platform.specs.durations import DAY, parse_duration
 from backfill_platform.specs.transforms import TRANSFORM_PATTERN, load_transform
+
+# A lookback reaches at most this far before a day: a week of a source's events per day read.
+MAX_LOOKBACK = 7 * DAY
+
+
+def _lookback(value: Any) -> timedelta | None:
+    if value is None:
+        return None
+    duration = parse_duration(value)
+    if not timedelta(0) <= duration <= MAX_LOOKBACK:
+        raise ValueError(f"lookback {value!r} must be between 0s and {MAX_LOOKBACK.days}d")
+    return duration
 
 
 class VersionSpec(SpecModel):
@@ -44,10 +62,42 @@ class EventsAggregate(SpecModel):
 
     expression: str = Field(description="Spark SQL aggregate over the events of one bucket, e.g. `count(1)`.")
     filter: str = Field(default="true", description="Spark SQL condition on the events it aggregates.")
+    source: Identifier | None = Field(
+        default=None,
+        description="The source stream whose events it aggregates (required when the dataset has several).",
+    )
 
 
 class ReconciliationRule(EventsAggregate):
     column: Identifier = Field(description="Dataset column whose per-bucket sum must equal the aggregate.")
+
+
+class SourceSpec(SpecModel):
+    """One stream a dataset reads, and how far before each day it reads it."""
+
+    stream: Identifier = Field(description="The stream's name.")
+    lookback: timedelta | None = Field(
+        default=None,
+        description="Read this stream's events from `day start - lookback` (default: the dataset's lookback).",
+    )
+
+    @field_validator("lookback", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> timedelta | None:
+        return _lookback(value)
+
+
+@dataclass(frozen=True)
+class SourceInput:
+    """A source as the pipeline reads it: the stream and its effective lookback."""
+
+    stream: str
+    lookback: timedelta
+
+    @property
+    def days_back(self) -> int:
+        """How many whole days before a day its lookback reaches into (0: the day alone)."""
+        return -(-self.lookback // DAY)  # ceiling
 
 
 class DatasetSpec(SpecModel):
@@ -55,7 +105,24 @@ class DatasetSpec(SpecModel):
     name: Identifier = Field(description="Dataset name: the asset keys and tables are named after it.")
     description: str = Field(default="", description="Shown in the Dagster UI.")
     owner: str = Field(default="team:data-platform", description="Dagster owner of its assets.")
-    source_stream: Identifier = Field(description="The stream whose events it is computed from.")
+    source_stream: Identifier | None = Field(
+        default=None,
+        description="The stream whose events it is computed from (one source; the transform takes one DataFrame).",
+    )
+    sources: list[Identifier | SourceSpec] | None = Field(
+        default=None,
+        description=(
+            "Several streams (names, or `{stream, lookback}`) instead of `source_stream`; the transform takes "
+            "one DataFrame per source, as keyword arguments named after the streams."
+        ),
+    )
+    lookback: timedelta = Field(
+        default=timedelta(0),
+        description=(
+            "Each source's events are read from `day start - lookback` to the day's end (a source may "
+            "override it); the transform must still output rows of its own days only."
+        ),
+    )
     partition_column: Identifier = Field(description="DATE column holding the event-time day.")
     bucket: Literal["hour", "day"] = Field(
         "hour", description="The validation bucket: each hour of a day (with bucket_column) or the day."
@@ -74,6 +141,11 @@ class DatasetSpec(SpecModel):
         default_factory=list, description="Per-bucket sums of dataset columns the events imply."
     )
 
+    @field_validator("lookback", mode="before")
+    @classmethod
+    def _lookback_duration(cls, value: Any) -> timedelta:
+        return _lookback(value) or timedelta(0)
+
     @field_validator("bucket_column")
     @classmethod
     def _bucket_column_follows_bucket(cls, value: str | None, info: ValidationInfo) -> str | None:
@@ -87,6 +159,25 @@ class DatasetSpec(SpecModel):
         if bucket == "hour" and value is None:
             raise ValueError("bucket_column is required with bucket: hour (the INT hour column)")
         return value
+
+    @model_validator(mode="after")
+    def _one_source_form(self) -> DatasetSpec:
+        if (self.source_stream is None) == (self.sources is None):
+            raise ValueError("declare exactly one of source_stream (one stream) or sources (several)")
+        names = self.stream_names
+        if not names:
+            raise ValueError("sources must name at least one stream")
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            raise ValueError(f"sources name {doubled} more than once")
+        rules = [("expected_rows", self.expected_rows)]
+        rules += [(f"reconciliation[{i}]", r) for i, r in enumerate(self.reconciliation)]
+        for where, rule in rules:
+            if rule.source is not None and rule.source not in names:
+                raise ValueError(f"{where}.source {rule.source!r} is not one of the sources {names}")
+            if rule.source is None and len(names) > 1:
+                raise ValueError(f"{where} must name its source: one of {names}")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> DatasetSpec:
@@ -105,6 +196,36 @@ class DatasetSpec(SpecModel):
             if column not in self.key_columns:
                 raise ValueError(f"key_columns must include {column!r}")
         return self
+
+    @property
+    def inputs(self) -> list[SourceInput]:
+        """Every source with its effective lookback, in declared order (the first is the primary)."""
+        if self.sources is None:
+            return [SourceInput(self.source_stream or "", self.lookback)]
+        return [
+            SourceInput(s, self.lookback)
+            if isinstance(s, str)
+            else SourceInput(s.stream, self.lookback if s.lookback is None else s.lookback)
+            for s in self.sources
+        ]
+
+    @property
+    def stream_names(self) -> list[str]:
+        return [i.stream for i in self.inputs]
+
+    @property
+    def primary_stream(self) -> str:
+        """The first source: its days are the dataset's partitions, its name is the ledger's `stream`."""
+        return self.stream_names[0]
+
+    @property
+    def named_sources(self) -> bool:
+        """Whether the transform takes its sources as keyword arguments (the `sources` form)."""
+        return self.sources is not None
+
+    def source_of(self, rule: EventsAggregate) -> str:
+        """The stream an expectation aggregates: its `source`, or the only one."""
+        return rule.source or self.primary_stream
 
     def shadow_table(self, version: str) -> str:
         return f"{self.name}__{version}"

@@ -15,6 +15,7 @@ declares them, so no spec-only check can tell a mistyped one from a real one.
 from __future__ import annotations
 
 import difflib
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -67,20 +68,24 @@ def _marker_problem(spec: StreamSpec, version: SchemaVersion, others: list[Schem
 
 
 def dataset_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> list[Problem]:
-    """The source stream exists, every SQL rule resolves against its events table, every transform loads."""
+    """Every source stream exists, every SQL rule resolves against its source's events table, every
+    transform loads and (with several sources) takes each source by name."""
     problems = [
         Problem(f"versions.{name}.transform", str(exc))
         for name, version in dataset.versions.items()
-        if (exc := _transform_error(version))
+        if (exc := _transform_error(version, dataset))
     ]
-    stream = streams.get(dataset.source_stream)
-    if stream is None:
-        reason = f"unknown stream {dataset.source_stream!r} (known: {sorted(streams) or 'none'})"
-        return [Problem("source_stream", reason), *problems]
-    columns = [name for name, _ in events_columns(stream)]
+    field = "sources" if dataset.named_sources else "source_stream"
+    unknown = [name for name in dataset.stream_names if name not in streams]
+    if unknown:
+        known = sorted(streams) or "none"
+        reasons = [f"unknown stream {name!r} (known: {known})" for name in unknown]
+        return [*(Problem(field, reason) for reason in reasons), *problems]
     rules = [("expected_rows", dataset.expected_rows)]
     rules += [(f"reconciliation[{i}]", rule) for i, rule in enumerate(dataset.reconciliation)]
     for prefix, rule in rules:
+        stream = streams[dataset.source_of(rule)]
+        columns = [name for name, _ in events_columns(stream)]
         for part in ("expression", "filter"):
             reason = _expression_problem(getattr(rule, part), columns, stream)
             if reason:
@@ -101,9 +106,21 @@ def _expression_problem(sql: str, columns: list[str], stream: StreamSpec) -> str
     )
 
 
-def _transform_error(version: VersionSpec) -> ValueError | None:
+def _transform_error(version: VersionSpec, dataset: DatasetSpec) -> ValueError | None:
     try:
-        version.load_transform()
+        function = version.load_transform()
     except ValueError as exc:
         return exc
+    if not dataset.named_sources:
+        return None
+    # Called as transform(**{source: events}): a parameter missing or misspelled fails here, not in a run.
+    try:
+        inspect.signature(function).bind(**dict.fromkeys(dataset.stream_names))
+    except TypeError as exc:
+        return ValueError(
+            f"transform {version.transform!r} must take the sources {dataset.stream_names} as keyword "
+            f"arguments: {exc}"
+        )
+    except ValueError:  # no signature to inspect (a builtin): it is called and fails there
+        return None
     return None

@@ -101,12 +101,17 @@ class SettledDays(AutomationCondition[AssetKey]):
         )
 
 
-def refresh_window(spec: StreamSpec) -> AutomationCondition:
-    """Settled days within the refresh horizon (the time filter comes first: it bounds the candidates)."""
+def refresh_window(spec: StreamSpec | Sequence[StreamSpec]) -> AutomationCondition:
+    """Settled days within the refresh horizon (the time filter comes first: it bounds the candidates).
+
+    For a dataset of several sources a day is settled when the slowest source's is (the largest allowed
+    lateness: the global watermark is the slowest source's), and refreshed within the widest horizon."""
+    streams = [spec] if isinstance(spec, StreamSpec) else list(spec)
+    lateness = max(s.allowed_lateness for s in streams)
+    horizon = max(s.refresh_horizon for s in streams)
     return (
-        AutomationCondition.in_latest_time_window(lookback_delta=spec.refresh_horizon)
-        & SettledDays(spec.allowed_lateness)
-    ).with_label(f"settled, within {spec.refresh_horizon}")
+        AutomationCondition.in_latest_time_window(lookback_delta=horizon) & SettledDays(lateness)
+    ).with_label(f"settled, within {horizon}")
 
 
 def archive_observation_condition(spec: StreamSpec) -> AutomationCondition:
@@ -170,7 +175,7 @@ def _parent_checks_passed(warning_checks: Sequence[AssetCheckKey]) -> Automation
 
 
 def _downstream_condition(
-    spec: StreamSpec, label: str, warning_checks: Sequence[AssetCheckKey] = ()
+    spec: StreamSpec | Sequence[StreamSpec], label: str, warning_checks: Sequence[AssetCheckKey] = ()
 ) -> AutomationCondition:
     # Updated by any run, this day's own included: a run that updated the parent and then failed on this
     # day leaves it behind its parent. `any_deps_updated` ignores updates by runs that targeted this day,
@@ -197,13 +202,14 @@ def _downstream_condition(
     ).with_label(label)
 
 
-def shadow_condition(spec: StreamSpec) -> AutomationCondition:
-    """The active version's shadow of a settled day, after (or with) its events. `spec` is the source stream."""
+def shadow_condition(spec: StreamSpec | Sequence[StreamSpec]) -> AutomationCondition:
+    """The active version's shadow of a settled day, after (or with) its events. `spec` is the source
+    stream, or every source: the day waits for each source day it reads (its parents' partitions)."""
     return _downstream_condition(spec, "daily refresh: active shadow")
 
 
 def production_condition(
-    spec: StreamSpec, warning_checks: Sequence[AssetCheckKey] = ()
+    spec: StreamSpec | Sequence[StreamSpec], warning_checks: Sequence[AssetCheckKey] = ()
 ) -> AutomationCondition:
     """Promotion of a settled day, after (or with) the active shadow. `spec` is the source stream;
     `warning_checks` are the shadow's checks that only warn in the refresh's runs (divergence)."""

@@ -66,7 +66,8 @@ class FailedOnAVerdict(_PerDay):
 
 
 class FailedSinceParentUpdate(_PerDay):
-    """True for the days whose latest attempt began after every parent's latest update of that day.
+    """True for the days whose latest attempt began after the latest update of every parent partition
+    the day reads (its own day, and the days a source's lookback reaches into).
 
     Retrying such a day would repeat what failed. A run that updated the parent itself and then failed on
     this day (a promotion refused in its chain) began before that update: the day is retried.
@@ -82,10 +83,12 @@ class FailedSinceParentUpdate(_PerDay):
         if record is None:
             return False
         began = record.start_time or record.create_timestamp.timestamp()
+        the_day = context.candidate_subset.compute_intersection_with_partition_keys({day})
         return all(
             r.timestamp <= began
             for parent in context.asset_graph.get(context.key).parent_entity_keys
+            for parent_day in the_day.compute_parent_subset(parent).expensively_compute_partition_keys()
             for r in instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=parent, asset_partitions=[day]), limit=1
+                AssetRecordsFilter(asset_key=parent, asset_partitions=[parent_day]), limit=1
             ).records
         )

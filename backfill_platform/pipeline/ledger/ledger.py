@@ -26,9 +26,9 @@ from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, ensure_table,
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
 from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.stream import StreamSpec
 
 
 @dataclass
@@ -84,6 +84,10 @@ class LedgerRow:
     events_row_hash: str | None = None
     provisional: bool | None = None
     adopted: bool = False
+    # Every source the dataset reads (comma-separated; `stream` is the first) and what the day read from
+    # each (`stream=rows/hash_sum;…`, `validation.day_inputs.DayInputs`): the gate names a changed source.
+    sources: str | None = None
+    inputs: str | None = None
     promoted_snapshot_id: int | None = None
     promoted_at: datetime | None = None
     promotion_run_id: str | None = None
@@ -248,20 +252,18 @@ def record_validation(
     spark,
     context: AssetExecutionContext,
     spec: DatasetSpec,
-    stream: StreamSpec,
     version: str,
     snapshot: int | None,
     validation: ShadowValidation,
     fingerprints: dict[str, Fingerprint],
-    ingestions: dict[str, dict],
-    events_fingerprints: dict[str, Fingerprint],
+    judged: JudgedInputs,
 ) -> None:
-    """One ledger row per partition: the ingestion and the exact events it came from, what the shadow
-    holds, the verdicts."""
+    """One ledger row per partition: the ingestions and the exact events it came from (every source),
+    what the shadow holds, the verdicts."""
     recorded = now()
     rows = []
     for day in validation.days:
-        ingestion = ingestions.get(day, {})
+        ingestion = judged.primary_ingestion(day)
         rows.append(
             LedgerRow(
                 dataset=spec.name,
@@ -269,7 +271,7 @@ def record_validation(
                 partition=date.fromisoformat(day),
                 run_id=context.run.run_id,
                 recorded_at=recorded,
-                stream=stream.name,
+                stream=spec.primary_stream,
                 backfill_id=context.run.tags.get(BACKFILL_TAG),
                 reason=context.run.tags.get(REASON_TAG),
                 archive_files=ingestion.get("archive_files"),
@@ -284,8 +286,10 @@ def record_validation(
                 failed_checks=",".join(validation.failed.get(day, [])) or None,
                 check_digest=validation.digest,
                 diverging_rows=validation.divergence.partitions[day].diverging,
-                **events_fingerprints[day].columns("events"),
+                **judged.inputs[day].total.columns("events"),
                 provisional=bool(ingestion.get("provisional")),
+                sources=",".join(spec.stream_names),
+                inputs=judged.inputs[day].text(),
             )
         )
     append(spark, rows, LedgerRow)

@@ -144,7 +144,7 @@ def adopted_rows(
             partition=day,
             run_id=run_id,
             recorded_at=commit["committed_at"],
-            stream=spec.source_stream,
+            stream=spec.primary_stream,
             reason=summary.get(REASON),
             **fingerprints[day.isoformat()].columns("shadow"),
             adopted=True,

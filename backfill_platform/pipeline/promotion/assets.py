@@ -1,6 +1,6 @@
 """The production asset of a dataset: materializing a range is promoting it from the active shadow."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from dagster import (
     AssetExecutionContext,
@@ -23,6 +23,7 @@ from backfill_platform.pipeline.run_tags import (
     run_properties,
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
+from backfill_platform.pipeline.shadow.inputs import streams_of
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.buckets import failing_bucket_rows
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
@@ -44,14 +45,19 @@ def production_key(spec: DatasetSpec) -> AssetKey:
 
 
 def build_production_asset(
-    spec: DatasetSpec, stream: StreamSpec, automation_condition: AutomationCondition | None = None
+    spec: DatasetSpec,
+    streams: StreamSpec | Sequence[StreamSpec],
+    automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
+    """Production of a dataset; `streams` are its sources (one stream, or each of `sources`)."""
     key = production_key(spec)
+    sources = streams_of(streams)
+    primary = next(s for s in sources if s.name == spec.primary_stream)
     version = spec.active_version
 
     @partitioned_spark_asset(
         key,
-        stream,
+        primary,
         deps=[shadow_key(spec, version)],
         checks={PROMOTION_VERIFIED: "production equals the shadow, bucket by bucket, after the promotion"},
         automation_condition=automation_condition,
@@ -73,7 +79,7 @@ def build_production_asset(
         start, end, _ = window_days(context)
         per_day = promotion_policy(context.run.tags) == PER_DAY
         promotion = promote(
-            spark.spark_session, spec, stream, start, end, run_properties(context), per_day=per_day
+            spark.spark_session, spec, sources, start, end, run_properties(context), per_day=per_day
         )
         revert = f"backfill-platform revert --dataset {spec.name} --snapshot {promotion.snapshot_id}"
         for day in promotion.days:

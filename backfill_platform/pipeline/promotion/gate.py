@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
 from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.specs.dataset import DatasetSpec
 
 
@@ -28,16 +29,16 @@ def gate_problems(
     version: str,
     shadow: dict[str, Fingerprint],
     days: list[date],
-    events: dict[str, Fingerprint],
+    inputs: dict[str, DayInputs],
 ) -> tuple[dict[str, dict], dict[str, str]]:
     """Judge each day on its own: (the ledger rows that validated the promotable days, day → reason
     for the others). Every day of `days` is in exactly one of the two.
 
     A day is promotable when its latest validation passed its blocking checks, the shadow still holds
-    exactly what was validated (`shadow`: each day's fingerprint about to be promoted), and the events are
-    still the ones it was computed from: `events` is each day's fingerprint of the events table now, and
-    a validation computed
-    from other events (re-derived since) is stale, however good its verdicts were.
+    exactly what was validated (`shadow`: each day's fingerprint about to be promoted), and its inputs are
+    still the ones it was computed from: `inputs` is what each day reads from every source now
+    (`shadow.inputs`), and a validation computed from other events (re-derived since, in any source) is
+    stale, however good its verdicts were.
     """
     current = shadow
     validations = latest_shadow_rows(spark, spec.name, version, days)
@@ -51,14 +52,23 @@ def gate_problems(
             problems[day] = f"blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
         elif Fingerprint.recorded(record, "shadow") != current[day]:
             problems[day] = f"the shadow changed after its validation in run {record['run_id']}"
-        elif Fingerprint.recorded(record, "events") != events[day]:
+        elif Fingerprint.recorded(record, "events") != inputs[day].total:
             problems[day] = (
-                f"the events changed since shadow {version} was validated in run {record['run_id']}"
-                f" (re-derived from the archive); re-materialize shadow {version} for this day"
+                f"the events{_changed_in(record, inputs[day])} changed since shadow {version} was validated "
+                f"in run {record['run_id']} (re-derived from the archive); re-materialize shadow {version} "
+                "for this day"
             )
         else:
             passed[day] = record
     return passed, problems
+
+
+def _changed_in(record: dict, now: DayInputs) -> str:
+    """` of impressions` when the validation recorded its inputs per source (several sources)."""
+    then = DayInputs.parse(record.get("inputs"))
+    if then is None or len(now.per_source) < 2:
+        return ""
+    return " of " + ", ".join(then.changed_sources(now))
 
 
 def refusal(spec: DatasetSpec, version: str, problems: dict[str, str]) -> PromotionRefused:

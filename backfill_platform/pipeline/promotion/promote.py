@@ -18,7 +18,7 @@ next one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -33,7 +33,6 @@ from backfill_platform.lakehouse.tables import (
     replace_range,
     table_exists,
 )
-from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     CHECK_DIGEST,
@@ -52,6 +51,7 @@ from backfill_platform.pipeline.ledger.commits import (
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_problems, refusal
+from backfill_platform.pipeline.shadow.inputs import current_inputs, streams_of
 from backfill_platform.pipeline.tables.dataset_tables import (
     ensure_dataset_table,
     production_table,
@@ -64,7 +64,7 @@ from backfill_platform.pipeline.validation.buckets import (
     day_fingerprints_of,
     failing_buckets,
 )
-from backfill_platform.pipeline.validation.snapshot_figures import events_fingerprints, table_figures
+from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 
@@ -100,7 +100,7 @@ class Promotion:
 def promote(
     spark: SparkSession,
     spec: DatasetSpec,
-    stream: StreamSpec,
+    streams: StreamSpec | Sequence[StreamSpec],
     start: date,
     end: date,
     properties: dict[str, str] | None = None,
@@ -128,7 +128,7 @@ def promote(
         version,
         day_fingerprints_of(shadow_figures, iso_days),
         days,
-        events_fingerprints(spark, events_table(spark, stream), iso_days),
+        current_inputs(spark, spec, streams_of(streams), iso_days),
     )
     if held_back and (not per_day or not validations):
         raise refusal(spec, version, held_back)

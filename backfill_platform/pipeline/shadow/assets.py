@@ -1,34 +1,39 @@
 """Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 
 from dagster import (
+    AssetDep,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
     AutomationCondition,
     Config,
     Failure,
+    TimeWindowPartitionMapping,
 )
 from pydantic import Field
+from pyspark.sql import SparkSession
 
 from backfill_platform.faults import SHADOW_BEFORE_CHECKS, failpoint
 from backfill_platform.lakehouse.resources import SparkIcebergResource
-from backfill_platform.lakehouse.tables import (
-    SHADOW_NAMESPACE,
-    current_snapshot_id,
-    in_range,
-    read_at,
-    replace_range,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import SHADOW_NAMESPACE, replace_range, table_exists
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, record_validation
 from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
+from backfill_platform.pipeline.shadow.inputs import (
+    SourceRead,
+    day_inputs,
+    input_fingerprints,
+    read_source,
+    source_days,
+    streams_of,
+    whole_day_fingerprints,
+)
 from backfill_platform.pipeline.shadow.validate import (
     CHECK_DESCRIPTIONS,
     MAX_DIVERGENCE_TAG,
@@ -42,12 +47,18 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     read_range,
     shadow_table,
 )
-from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, events_figures
+from backfill_platform.pipeline.validation.buckets import (
+    day_fingerprints_of,
+    events_values,
+    expectations_from,
+)
 from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import events_expectations, table_figures
 from backfill_platform.pipeline.validation.verdicts import day_outcomes
-from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.dataset import DatasetSpec, SourceInput
+from backfill_platform.specs.durations import format_duration
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -85,21 +96,29 @@ def divergence_bound(config: ShadowConfig, tags: Mapping[str, str]) -> float | N
 
 def build_shadow_asset(
     spec: DatasetSpec,
-    stream: StreamSpec,
+    streams: StreamSpec | Sequence[StreamSpec],
     version: str,
     automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
+    """The shadow of one version; `streams` are the dataset's sources (one stream, or each of `sources`)."""
     key = shadow_key(spec, version)
+    sources = streams_of(streams)
+    by_name = {s.name: s for s in sources}
+    primary = by_name[spec.primary_stream]
     version_spec = spec.versions[version]
     # Resolved when definitions load, so a mistyped transform fails there, naming the dataset.
     transform = version_spec.load_transform()
     is_active = version == spec.active_version
     active = " (active: feeds production)" if is_active else ""
+    reads_text = ", ".join(
+        f"`{i.stream}`" + (f" (from {format_duration(i.lookback)} before each day)" if i.lookback else "")
+        for i in spec.inputs
+    )
 
     @partitioned_spark_asset(
         key,
-        stream,
-        deps=[events_key(stream)],
+        primary,
+        deps=[source_dep(source, by_name[source.stream]) for source in spec.inputs],
         checks=CHECK_DESCRIPTIONS,
         automation_condition=automation_condition,
         # Other versions sit in a group of their own, out of the production path's "Materialize all".
@@ -107,8 +126,8 @@ def build_shadow_asset(
         owner=spec.owner,
         description=(
             f"Shadow of `{spec.name}` computed by version **{version}**{active}: "
-            f"{version_spec.description} Transform `{version_spec.transform}` over the "
-            f"`{stream.name}` events of the range, written to "
+            f"{version_spec.description} Transform `{version_spec.transform}` over the events of "
+            f"{reads_text}, written to "
             f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
             f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
             "production is promoted from it."
@@ -122,23 +141,19 @@ def build_shadow_asset(
         start, end, days = window_days(context)
         max_ratio = divergence_bound(config, context.run.tags)
         per_day = promotion_policy(context.run.tags) == PER_DAY
-        window = context.partition_time_window
-        source = events_table(session, stream)
-        if not table_exists(session, source):
-            raise Failure(
-                f"{source} does not exist yet: materialize {events_key(stream).to_user_string()} first"
-            )
+        for stream in sources:
+            if not table_exists(session, events_table(session, stream)):
+                raise Failure(
+                    f"{events_table(session, stream)} does not exist yet: materialize "
+                    f"{events_key(stream).to_user_string()} first"
+                )
         # Pinned: the transform and the expectations it is checked against see the same events.
-        snapshot_id = current_snapshot_id(session, source)
-        events = read_at(session, source, snapshot_id).where(in_range("event_time", window.start, window.end))
-        ingestions = latest_ingestions(session, stream.name, [date.fromisoformat(d) for d in days])
-        # One pass over the pinned events: what they imply per bucket, and each day's fingerprint.
-        if snapshot_id is not None:
-            expected, events_fingerprints = events_expectations(session, source, spec, days, snapshot_id)
-        else:
-            expected, events_fingerprints = events_figures(events, spec, days)
+        reads = {i.stream: read_source(session, i, by_name[i.stream], start, end) for i in spec.inputs}
+        judged = judge_inputs(session, spec, reads, days)
         # Persisted: the range check before the write and the write itself must not run the transform twice.
-        output = conform(transform(events), spec, version).persist()
+        frames = {name: read.events for name, read in reads.items()}
+        computed = transform(**frames) if spec.named_sources else transform(frames[spec.primary_stream])
+        output = conform(computed, spec, version).persist()
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
         properties = {**run_properties(context), VERSION: version}
@@ -152,31 +167,9 @@ def build_shadow_asset(
         # Computed once at this snapshot; promotion in this run gates and verifies against the same.
         actual = table_figures(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
-        validation = validate_shadow(
-            spec,
-            version,
-            expected,
-            shadow,
-            actual,
-            production,
-            days,
-            ingestions,
-            events_fingerprints,
-            max_ratio,
-        )
+        validation = validate_shadow(spec, version, judged, shadow, actual, production, days, max_ratio)
         fingerprints = day_fingerprints_of(actual, days)
-        record_validation(
-            session,
-            context,
-            spec,
-            stream,
-            version,
-            snapshot,
-            validation,
-            fingerprints,
-            ingestions,
-            events_fingerprints,
-        )
+        record_validation(session, context, spec, version, snapshot, validation, fingerprints, judged)
         yield from day_outcomes(
             context,
             key,
@@ -187,6 +180,48 @@ def build_shadow_asset(
         )
 
     return _shadow
+
+
+def source_dep(source: SourceInput, stream: StreamSpec) -> AssetDep:
+    """A source's events feed the shadow day by day; with a lookback, day D also reads the days before it
+    that the lookback reaches into (D-1 for a lookback up to a day): exact in whole days."""
+    if not source.days_back:
+        return AssetDep(events_key(stream))
+    return AssetDep(
+        events_key(stream),
+        partition_mapping=TimeWindowPartitionMapping(
+            start_offset=-source.days_back, end_offset=0, allow_nonexistent_upstream_partitions=True
+        ),
+    )
+
+
+def judge_inputs(
+    session: SparkSession, spec: DatasetSpec, reads: dict[str, SourceRead], days: list[str]
+) -> JudgedInputs:
+    """What the dataset days read from every source, at the pinned snapshots, in one pass per source: the
+    expectations of the rules aggregating it, the whole-day fingerprints and ingestions of every source
+    day read, and each dataset day's input fingerprint."""
+    values: dict = {}
+    inputs: dict[str, dict[str, Fingerprint]] = {}
+    judged = JudgedInputs(spec=spec)
+    for source in spec.inputs:
+        read = reads[source.stream]
+        read_days = source_days(days, source)
+        if read.snapshot_id is not None:
+            found, own = events_expectations(session, read.table, spec, source.stream, days, read.snapshot_id)
+        else:
+            found, own = events_values(read.events, spec, source.stream, days)
+        for bucket, bucket_values in found.items():
+            values.setdefault(bucket, {}).update(bucket_values)
+        before = [d for d in read_days if d not in own]
+        judged.day_fingerprints[source.stream] = {**own, **whole_day_fingerprints(read, session, before)}
+        judged.ingestions[source.stream] = latest_ingestions(
+            session, source.stream, [date.fromisoformat(d) for d in read_days]
+        )
+        inputs[source.stream] = own if not source.lookback else input_fingerprints(read.events, source, days)
+    judged.expected = expectations_from(values, spec)
+    judged.inputs = day_inputs(inputs, days)
+    return judged
 
 
 def day_metadata(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dagster import MetadataValue
 from pyspark.sql import DataFrame
 
+from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,
@@ -18,6 +19,7 @@ from backfill_platform.pipeline.validation.buckets import (
     null_keys_of,
 )
 from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.divergence import Divergence, compare
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
@@ -34,7 +36,10 @@ EVENTS_VALIDATED = "events_validated"
 MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
 SAMPLE_BUCKETS = 20
 CHECK_DESCRIPTIONS = {
-    EVENTS_VALIDATED: "the day's events passed their checks, are settled, and are still the events checked",
+    EVENTS_VALIDATED: (
+        "every source day it reads (its own, and the lookback's) passed its events checks, is settled, "
+        "and still holds the events checked"
+    ),
     ROW_COUNTS: "rows per bucket (hour or day) equal the events-side expectation; keys unique",
     CHECKSUMS: "per-bucket sums reconcile with the events; order-independent hash sums recorded",
     SCHEMA: "pandera model of the version's table",
@@ -169,55 +174,72 @@ def divergence_check(
     return verdicts
 
 
-def events_validated_check(
-    days: list[str], ingestions: dict[str, dict], events: dict[str, Fingerprint]
-) -> list[DayVerdict]:
-    """Each day's events were ingested, passed their own blocking checks, and are still those events.
+def events_validated_check(days: list[str], judged: JudgedInputs) -> list[DayVerdict]:
+    """Every source day a day reads was ingested, passed its own blocking checks (`settled` among them),
+    and still holds those events: a join's day is settled only when all its inputs are.
 
     Without this, a day whose events were never loaded would validate trivially (0 rows expected,
-    0 found) and promotion would empty that production partition; and events rewritten by a run that
-    died before its checks would be trusted on an older run's verdict.
+    0 found) and promotion would empty that production partition; events rewritten by a run that
+    died before its checks would be trusted on an older run's verdict; and a join of a settled source
+    with one still receiving late events would publish an undercount stamped "validated".
     """
+    spec = judged.spec
     verdicts = []
     for day in days:
-        ingestion = ingestions.get(day)
-        if ingestion is None:
-            problem = "events never ingested"
-        elif ingestion["checks_passed"] is None:
-            problem = "ingested before verdicts were recorded: re-materialize the events of this day"
-        elif not ingestion["checks_passed"]:
-            problem = f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
-        elif Fingerprint.recorded(ingestion, "events") != events[day]:
-            problem = f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
-        else:
-            problem = None
+        reads = [(i.stream, read_day) for i in spec.inputs for read_day in source_days([day], i)]
+        problems, runs, provisional = [], [], False
+        for stream, read_day in reads:
+            ingestion = judged.ingestions[stream].get(read_day)
+            problem = _source_day_problem(ingestion, judged.day_fingerprints[stream][read_day])
+            if problem:
+                # A one-stream day names no source: the day is the source day.
+                problems.append(problem if len(reads) == 1 else f"{stream} {read_day}: {problem}")
+            if ingestion:
+                runs.append(ingestion["run_id"])
+                provisional = provisional or bool(ingestion.get("provisional"))
         metadata = {
-            "events_rows": events[day].rows,
-            "events_run": ingestion["run_id"] if ingestion else "none",
-            "provisional": bool(ingestion and ingestion.get("provisional")),
-            "problem": problem or "none",
+            "events_rows": judged.inputs[day].total.rows,
+            "events_run": ", ".join(sorted(set(runs))) or "none",
+            "provisional": provisional,
+            "problem": "; ".join(problems) or "none",
         }
-        verdicts.append(DayVerdict(EVENTS_VALIDATED, day, problem is None, metadata))
+        if len(reads) > 1:
+            metadata["inputs"] = MetadataValue.md(
+                "\n".join(f"- `{stream}` {read_day}" for stream, read_day in reads)
+            )
+        verdicts.append(DayVerdict(EVENTS_VALIDATED, day, not problems, metadata))
     return verdicts
+
+
+def _source_day_problem(ingestion: dict | None, events: Fingerprint) -> str | None:
+    if ingestion is None:
+        return "events never ingested"
+    if ingestion["checks_passed"] is None:
+        return "ingested before verdicts were recorded: re-materialize the events of this day"
+    if not ingestion["checks_passed"]:
+        return f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
+    if Fingerprint.recorded(ingestion, "events") != events:
+        return f"events changed after their checks in run {ingestion['run_id']}: re-materialize them"
+    return None
 
 
 def validate_shadow(
     spec: DatasetSpec,
     version: str,
-    expected: dict[Bucket, BucketFigures],
+    judged: JudgedInputs,
     shadow: DataFrame,
     actual: dict[Bucket, BucketFigures],
     production: DataFrame,
     days: list[str],
-    ingestions: dict[str, dict],
-    events_fingerprints: dict[str, Fingerprint],
     max_divergence_ratio: float | None,
 ) -> ShadowValidation:
-    """Every check of a shadow range, from the events' expectation (`buckets.events_figures`) and the
-    shadow's own bucket figures (`buckets.actual_figures`, which also count its null keys)."""
+    """Every check of a shadow range, from what its sources' events imply (`judged.expected`, computed
+    by `buckets.events_values`) and the shadow's own bucket figures (`buckets.actual_figures`, which also
+    count its null keys)."""
+    expected = judged.expected
     validation = ShadowValidation(days=days, actual=actual)
     validation.verdicts = [
-        *events_validated_check(days, ingestions, events_fingerprints),
+        *events_validated_check(days, judged),
         *row_count_check(days, expected, actual),
         *checksum_check(spec, days, expected, actual),
         *schema_check(spec, version, shadow, days, null_keys_of(actual, spec)),

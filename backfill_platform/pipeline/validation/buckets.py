@@ -76,17 +76,28 @@ def _filtered(expression: str, condition: str) -> str:
 def events_figures(
     events: DataFrame, spec: DatasetSpec, days: list[str]
 ) -> tuple[dict[Bucket, BucketFigures], dict[str, Fingerprint]]:
-    """Rows and reconciliation sums per bucket as the events imply them, and the events' per-day
-    fingerprints (over every column), in one aggregation over the events.
+    """Rows and reconciliation sums per bucket as the events of a one-source dataset imply them, and the
+    events' per-day fingerprints (over every column), in one aggregation over the events."""
+    values, fingerprints = events_values(events, spec, spec.primary_stream, days)
+    return expectations_from(values, spec), fingerprints
+
+
+def events_values(
+    events: DataFrame, spec: DatasetSpec, source: str, days: list[str]
+) -> tuple[dict[Bucket, dict[str, int]], dict[str, Fingerprint]]:
+    """The values of the rules that aggregate `source` (the expected rows as `_rows`, each
+    reconciliation rule under its column) per bucket of `events`, and their per-day fingerprints.
 
     Each filter's aggregates are computed with `FILTER (WHERE …)` beside a count of the rows it
     matches; a bucket is expected (and a filter's values set) exactly when that count is not zero:
     a bucket with no matching event is not expected at all, rather than expected with zero rows.
     """
     by_filter: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    by_filter[spec.expected_rows.filter].append(("_rows", spec.expected_rows.expression))
+    if spec.source_of(spec.expected_rows) == source:
+        by_filter[spec.expected_rows.filter].append(("_rows", spec.expected_rows.expression))
     for rule in spec.reconciliation:
-        by_filter[rule.filter].append((rule.column, rule.expression))
+        if spec.source_of(rule) == source:
+            by_filter[rule.filter].append((rule.column, rule.expression))
     aggregates = [F.count(F.lit(1)).alias("_all"), hash_sum(events.columns).alias("_hash")]
     for i, (condition, rules) in enumerate(by_filter.items()):
         aggregates.append(F.expr(f"count(1) FILTER (WHERE {condition})").alias(f"_matched{i}"))
@@ -101,13 +112,17 @@ def events_figures(
         for i, rules in enumerate(by_filter.values()):
             if row[f"_matched{i}"]:
                 values[bucket].update({alias: int(row[alias] or 0) for alias, _ in rules})
-    expected = {
+    return values, _fingerprints(rows, hashes, days)
+
+
+def expectations_from(values: dict[Bucket, dict[str, int]], spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
+    """The expected figures of every bucket some rule's events reached (values of every source merged)."""
+    return {
         bucket: BucketFigures(
             rows=v.get("_rows", 0), sums={r.column: v.get(r.column, 0) for r in spec.reconciliation}
         )
         for bucket, v in values.items()
     }
-    return expected, _fingerprints(rows, hashes, days)
 
 
 def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:

@@ -25,7 +25,7 @@ from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,
     actual_figures,
-    events_figures,
+    events_values,
 )
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
@@ -78,13 +78,14 @@ def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, da
 
 
 def events_expectations(
-    spark: SparkSession, identifier: str, spec: DatasetSpec, days: list[str], snapshot_id: int
-) -> tuple[dict[Bucket, BucketFigures], dict[str, Fingerprint]]:
-    """What the events at `snapshot_id` imply for the dataset's buckets, and each day's fingerprint."""
+    spark: SparkSession, identifier: str, spec: DatasetSpec, source: str, days: list[str], snapshot_id: int
+) -> tuple[dict[Bucket, dict[str, int]], dict[str, Fingerprint]]:
+    """What the events of `source` at `snapshot_id` imply for the dataset's buckets (the values of the
+    rules aggregating that source, `buckets.events_values`), and each day's fingerprint."""
     key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
-    expected, fingerprints = events_figures(_events_at(spark, identifier, snapshot_id, days), spec, days)
+    values, fingerprints = events_values(_events_at(spark, identifier, snapshot_id, days), spec, source, days)
     _remembered(key, lambda: fingerprints)
-    return expected, fingerprints
+    return values, fingerprints
 
 
 def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, Fingerprint]:

@@ -1,0 +1,141 @@
+"""What a dataset's days read: each source's events over the days and its lookback, pinned and fingerprinted.
+
+Day D of a dataset reads, from each source, the events whose event time lies in
+
+    [D start - lookback, D end)
+
+its own day, and the tail of the day(s) before that the source's lookback reaches into. Everything that
+judges a dataset day against its inputs uses this one definition: the transform's input, the
+`events_validated` check (every source day read must be ingested, checked, settled and unchanged since),
+the input fingerprint recorded with each validation, and the promotion gate, which refuses a day whose
+inputs changed in any source since it was validated.
+
+A day's input fingerprint is the sum, over its sources, of the fingerprint of exactly the events it
+reads (row counts and xxhash64 sums add up), so a late event in the last half hour of a day changes the
+next day's inputs only when that day's lookback reaches it. Per source it is also recorded as text in
+the ledger (`playback=1200/…;impressions=340/…`): a refusal names the source whose events changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
+from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
+from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
+from backfill_platform.pipeline.validation.day_inputs import DayInputs, day_inputs
+from backfill_platform.pipeline.validation.snapshot_figures import events_fingerprints
+from backfill_platform.specs.dataset import DatasetSpec, SourceInput
+from backfill_platform.specs.durations import DAY, midnight
+from backfill_platform.specs.stream import StreamSpec
+
+
+def streams_of(streams: StreamSpec | Sequence[StreamSpec]) -> list[StreamSpec]:
+    """A dataset's source streams: one stream (the one-source form) or several, in declared order."""
+    return [streams] if isinstance(streams, StreamSpec) else list(streams)
+
+
+def source_days(days: Sequence[str], source: SourceInput) -> list[str]:
+    """The days of a source that the dataset days read: each day and the days its lookback reaches."""
+    read = {
+        (date.fromisoformat(day) - back * DAY).isoformat()
+        for day in days
+        for back in range(source.days_back + 1)
+    }
+    return sorted(read)
+
+
+def days_reading(source_day: str, source: SourceInput, days: Sequence[str]) -> list[str]:
+    """Of `days`, those that read `source_day` of this source (its own day, and the lookback's next days)."""
+    first = date.fromisoformat(source_day)
+    return [d for d in days if 0 <= (date.fromisoformat(d) - first).days <= source.days_back]
+
+
+def read_interval(start: date, end: date, source: SourceInput) -> tuple[datetime, datetime]:
+    """The event times the dataset days [start, end) read from this source."""
+    return midnight(start) - source.lookback, midnight(end)
+
+
+@dataclass
+class SourceRead:
+    """One source as a run of the dataset reads it: its events table pinned at one snapshot."""
+
+    source: SourceInput
+    stream: StreamSpec
+    table: str
+    snapshot_id: int | None
+    events: DataFrame  # the read interval of the run's days, at `snapshot_id`
+
+
+def read_source(
+    spark: SparkSession, source: SourceInput, stream: StreamSpec, start: date, end: date
+) -> SourceRead:
+    """Pin the source's events table and read what the days [start, end) read from it."""
+    table = events_table(spark, stream)
+    snapshot_id = current_snapshot_id(spark, table)
+    events = read_at(spark, table, snapshot_id).where(
+        in_range("event_time", *read_interval(start, end, source))
+    )
+    return SourceRead(source, stream, table, snapshot_id, events)
+
+
+def input_fingerprints(events: DataFrame, source: SourceInput, days: list[str]) -> dict[str, Fingerprint]:
+    """Each dataset day's fingerprint of what it reads from one source: the events of [D - lookback, D end).
+
+    An event at time t is read by the days from to_date(t) to to_date(t + lookback): each event is
+    counted once per day that reads it, in one aggregation.
+    """
+    if not source.lookback:
+        return day_fingerprints(events, F.to_date("event_time"), days)
+    seconds = int(source.lookback.total_seconds())
+    reading_days = F.sequence(
+        F.to_date("event_time"), F.to_date(F.col("event_time") + F.expr(f"INTERVAL {seconds} SECONDS"))
+    )
+    rows = (
+        events.select(F.explode(reading_days).alias("_day"), *events.columns)
+        .where(F.col("_day").isin(days))
+        .groupBy("_day")
+        .agg(F.count(F.lit(1)).alias("n"), hash_sum(events.columns).alias("h"))
+        .collect()
+    )
+    found = {row["_day"].isoformat(): Fingerprint(row["n"], str(row["h"])) for row in rows}
+    return {d: found.get(d, Fingerprint.EMPTY) for d in days}
+
+
+def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str]) -> dict[str, Fingerprint]:
+    """Whole-day fingerprints of source days at the pinned snapshot (days the lookback only reaches into:
+    their ingestion's verdict is about the whole day)."""
+    if not days:
+        return {}
+    events = read_at(spark, read.table, read.snapshot_id).where(
+        in_range("event_time", midnight(min(days)), midnight(max(days)) + DAY)
+    )
+    return day_fingerprints(events, F.to_date("event_time"), days)
+
+
+def current_inputs(
+    spark: SparkSession, spec: DatasetSpec, streams: Sequence[StreamSpec], days: list[str]
+) -> dict[str, DayInputs]:
+    """Each day's DayInputs as the events tables hold them now (what the promotion gate compares)."""
+    by_name = {s.name: s for s in streams}
+    per_source: dict[str, dict[str, Fingerprint]] = {}
+    for source in spec.inputs:
+        stream = by_name[source.stream]
+        table = events_table(spark, stream)
+        if not source.lookback:
+            # Usually computed at this snapshot by the run's shadow step already (snapshot_figures).
+            per_source[source.stream] = events_fingerprints(spark, table, days)
+            continue
+        if not table_exists(spark, table):
+            per_source[source.stream] = dict.fromkeys(days, Fingerprint.EMPTY)
+            continue
+        start, end = date.fromisoformat(min(days)), date.fromisoformat(max(days)) + DAY
+        read = read_source(spark, source, stream, start, end)
+        per_source[source.stream] = input_fingerprints(read.events, source, days)
+    return day_inputs(per_source, days)

@@ -1,0 +1,70 @@
+"""What a dataset day read from its sources, and everything a shadow run judged about those inputs.
+
+`DayInputs` is one day's input fingerprint per source (see `pipeline/shadow/inputs.py` for what a day
+reads); `JudgedInputs` carries, for a run's days, the events-side expectations, the whole-day fingerprints
+and latest ingestions of every source day read, and each day's inputs: what the `events_validated` check
+judges and what the ledger records with the validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures
+from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.specs.dataset import DatasetSpec
+
+
+@dataclass(frozen=True)
+class DayInputs:
+    """What one dataset day read, per source: recorded with its validation, compared by the gate."""
+
+    per_source: dict[str, Fingerprint]
+
+    @property
+    def total(self) -> Fingerprint:
+        """The sum over sources (the ledger's `events_rows`/`events_row_hash`)."""
+        rows = sum(f.rows for f in self.per_source.values())
+        return Fingerprint(rows, str(sum(int(f.row_hash) for f in self.per_source.values())))
+
+    def text(self) -> str:
+        return ";".join(f"{name}={f.rows}/{f.row_hash}" for name, f in sorted(self.per_source.items()))
+
+    @classmethod
+    def parse(cls, text: str | None) -> DayInputs | None:
+        if not text:
+            return None
+        parts = (item.split("=", 1) for item in text.split(";"))
+        return cls({name: Fingerprint(int(f.split("/")[0]), f.split("/")[1]) for name, f in parts})
+
+    def changed_sources(self, other: DayInputs) -> list[str]:
+        names = set(self.per_source) | set(other.per_source)
+        return sorted(n for n in names if self.per_source.get(n) != other.per_source.get(n))
+
+
+def day_inputs(per_source: dict[str, dict[str, Fingerprint]], days: list[str]) -> dict[str, DayInputs]:
+    """Each day's Inputs from each source's input fingerprints by day."""
+    return {d: DayInputs({name: fingerprints[d] for name, fingerprints in per_source.items()}) for d in days}
+
+
+@dataclass
+class JudgedInputs:
+    """The inputs of a shadow run's days, as the run pinned them."""
+
+    spec: DatasetSpec
+    expected: dict[Bucket, BucketFigures] = field(default_factory=dict)
+    # stream -> source day -> the whole day's fingerprint / latest ingestion row
+    day_fingerprints: dict[str, dict[str, Fingerprint]] = field(default_factory=dict)
+    ingestions: dict[str, dict[str, dict]] = field(default_factory=dict)
+    # dataset day -> what it read
+    inputs: dict[str, DayInputs] = field(default_factory=dict)
+
+    def primary_ingestion(self, day: str) -> dict:
+        """The day's own ingestion figures of each source, summed (the ledger's archive figures)."""
+        rows = [self.ingestions[name].get(day) for name in self.spec.stream_names]
+        found = [r for r in rows if r]
+        keys = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
+        if not found:
+            return {}
+        summed = {k: sum(r[k] or 0 for r in found) for k in keys}
+        return {**summed, "provisional": any(r.get("provisional") for r in found)}
