@@ -63,7 +63,9 @@ def stream_with(specs: SpecSet, changes: dict) -> StreamSpec:
 
 def definitions_with(specs: SpecSet, changes: dict):
     stream = stream_with(specs, changes)
-    return build_definitions(SpecSet(streams={"playback": stream}, datasets=dict(specs.datasets))), stream
+    return build_definitions(
+        SpecSet(streams={**specs.streams, "playback": stream}, datasets=dict(specs.datasets))
+    ), stream
 
 
 def hour_key(hour: datetime) -> str:

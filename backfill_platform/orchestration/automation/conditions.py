@@ -168,7 +168,10 @@ def _parent_checks_passed(warning_checks: Sequence[AssetCheckKey]) -> Automation
     )
     if warning_checks:
         checks = checks.ignore(AssetSelection.checks(*warning_checks))
-    return AutomationCondition.all_deps_match(checks.with_label("all_blocking_checks_passed")).with_label(
+    # Every parent partition the day reads must pass, not one per parent: `all_deps_match` holds when *a*
+    # partition of each parent matches, and a join's day reads its lookback's day before as well.
+    failing = (~checks.with_label("all_blocking_checks_passed")).with_label("a blocking check not passed")
+    return (~AutomationCondition.any_deps_match(failing)).with_label(
         "all_deps_blocking_checks_passed"
         + (f" (warnings of {', '.join(k.name for k in warning_checks)} aside)" if warning_checks else "")
     )
