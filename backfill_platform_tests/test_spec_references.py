@@ -144,7 +144,9 @@ def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
     }
     write_spec(tmp_path, "playback", mutated())
     write_spec(tmp_path, "views", dataset(expected_rows=rows))
-    assert load_specs([tmp_path]).datasets["views_per_title"].expected_rows.model_dump(exclude_none=True) == rows
+    assert (
+        load_specs([tmp_path]).datasets["views_per_title"].expected_rows.model_dump(exclude_none=True) == rows
+    )
 
 
 def test_the_built_in_specs_load_with_every_reference_resolved():

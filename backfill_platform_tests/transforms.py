@@ -41,3 +41,10 @@ def dropped_rows_on_one_day(events: DataFrame) -> DataFrame:
     views = views_v2(events)
     lost = (F.col("event_date") == F.lit(FLAKY_DAY)) & (F.xxhash64("title_id", "event_hour") % 10 == 0)
     return views.where(~lost)
+
+
+def attributed_held(playback: DataFrame, impressions_held: DataFrame) -> DataFrame:
+    """attributed_plays v2 over a copy of the impressions stream named `impressions_held`."""
+    from backfill_platform.defs.attributed_plays.transform import attributed_v2
+
+    return attributed_v2(playback, impressions_held)

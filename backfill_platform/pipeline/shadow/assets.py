@@ -206,7 +206,12 @@ def judge_inputs(
     judged = JudgedInputs(spec=spec)
     for source in spec.inputs:
         read = reads[source.stream]
-        read_days = source_days(days, source)
+        # Days before the stream's first partition do not exist: nothing there is read or waited for.
+        first = read.stream.first_partition.isoformat()
+        read_days = [d for d in source_days(days, source) if d >= first]
+        for day in days:
+            judged.reads.setdefault(day, [])
+            judged.reads[day] += [(source.stream, d) for d in source_days([day], source) if d >= first]
         if read.snapshot_id is not None:
             found, own = events_expectations(session, read.table, spec, source.stream, days, read.snapshot_id)
         else:

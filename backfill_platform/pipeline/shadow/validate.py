@@ -10,7 +10,6 @@ from __future__ import annotations
 from dagster import MetadataValue
 from pyspark.sql import DataFrame
 
-from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,
@@ -183,10 +182,9 @@ def events_validated_check(days: list[str], judged: JudgedInputs) -> list[DayVer
     died before its checks would be trusted on an older run's verdict; and a join of a settled source
     with one still receiving late events would publish an undercount stamped "validated".
     """
-    spec = judged.spec
     verdicts = []
     for day in days:
-        reads = [(i.stream, read_day) for i in spec.inputs for read_day in source_days([day], i)]
+        reads = judged.reads[day]
         problems, runs, provisional = [], [], False
         for stream, read_day in reads:
             ingestion = judged.ingestions[stream].get(read_day)

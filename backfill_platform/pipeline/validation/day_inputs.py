@@ -56,8 +56,9 @@ class JudgedInputs:
     # stream -> source day -> the whole day's fingerprint / latest ingestion row
     day_fingerprints: dict[str, dict[str, Fingerprint]] = field(default_factory=dict)
     ingestions: dict[str, dict[str, dict]] = field(default_factory=dict)
-    # dataset day -> what it read
+    # dataset day -> what it read, and the (stream, source day) pairs it read
     inputs: dict[str, DayInputs] = field(default_factory=dict)
+    reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def primary_ingestion(self, day: str) -> dict:
         """The day's own ingestion figures of each source, summed (the ledger's archive figures)."""
