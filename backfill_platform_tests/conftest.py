@@ -105,11 +105,15 @@ def playback(specs):
 
 @pytest.fixture(scope="session")
 def truth(data_dir: Path) -> dict:
-    """A small generated playback archive (DAYS days) and the generator's exact truth for it."""
+    """A small generated playback archive (DAYS days) and the generator's exact truth for it, with the
+    impressions of its plays beside it (the built-in `impressions` stream: the join's second source)."""
+    from backfill_platform.devtools.generator.impressions import generate_impressions_archive
     from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 
     config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=11)
-    return generate_playback_archive(data_dir / "archive" / "playback", config)
+    truth = generate_playback_archive(data_dir / "archive" / "playback", config)
+    generate_impressions_archive(data_dir / "archive" / "impressions", data_dir / "archive" / "playback")
+    return truth
 
 
 @pytest.fixture(scope="session")

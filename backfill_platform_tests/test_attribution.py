@@ -12,7 +12,7 @@ import pytest
 from dagster import materialize
 from pyspark.sql import functions as F
 
-from backfill_platform.devtools.generator.impressions import attribution_truth, generate_impressions_archive
+from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
 from backfill_platform.pipeline.promotion.assets import build_production_asset
@@ -27,11 +27,8 @@ DAY_KEYS = [(START + timedelta(days=i)).isoformat() for i in range(3)]
 
 @pytest.fixture(scope="module")
 def impressions(specs, playback_archive: Path, data_dir: Path, events_materialized, spark_resource):
-    """The impressions of the session's plays, archived and materialized as events for every day."""
+    """The impressions of the session's plays (archived with them), materialized as events for every day."""
     stream = specs.streams["impressions"]
-    root = data_dir / "archive" / "impressions"
-    shutil.rmtree(root, ignore_errors=True)
-    generate_impressions_archive(root, playback_archive)
     result = materialize(
         [build_events_asset(stream)],
         resources={"spark": spark_resource},

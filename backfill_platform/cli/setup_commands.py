@@ -21,8 +21,16 @@ from backfill_platform.cli.app import main
 @click.option("--days", type=int, default=7, show_default=True)
 @click.option("--events-per-day", type=int, default=100_000, show_default=True)
 @click.option("--seed", type=int, default=7, show_default=True)
-def generate(out: Path | None, start, days: int, events_per_day: int, seed: int) -> None:
-    """Write a deterministic synthetic playback archive and its truth (`_truth.json`)."""
+@click.option(
+    "--impressions/--no-impressions",
+    default=True,
+    show_default=True,
+    help="Also write the impressions of its plays in an `impressions` folder beside it.",
+)
+def generate(out: Path | None, start, days: int, events_per_day: int, seed: int, impressions: bool) -> None:
+    """Write a deterministic synthetic playback archive and its truth (`_truth.json`), and the
+    impressions that led to its plays (the `impressions` stream)."""
+    from backfill_platform.devtools.generator.impressions import generate_impressions_archive
     from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 
     root = out or settings.data_dir() / "archive" / "playback"
@@ -32,6 +40,9 @@ def generate(out: Path | None, start, days: int, events_per_day: int, seed: int)
     click.echo(
         f"wrote {totals['files']} files, {totals['lines']:,} lines, {totals['bytes']:,} bytes to {root}"
     )
+    if impressions:
+        shown = generate_impressions_archive(root.parent / "impressions", root)["totals"]
+        click.echo(f"wrote {shown['files']} files, {shown['lines']:,} lines to {root.parent / 'impressions'}")
 
 
 @main.command()

@@ -1,8 +1,10 @@
 """The demo: a week of playback history, re-derived with a fixed transform and promoted safely.
 
-1. generate a synthetic archive; 2. materialize the events for the week in one run; 3. adopt what the
-old v1 pipeline left in production; 4. show v1's shadow failing its per-bucket checks; 5. backfill the
-week with v2 — events → shadow → checks → promotion in one run; 6. report per day from the ledger.
+1. generate a synthetic archive (and the impressions beside it); 2. materialize the events for the week
+in one run; 3. adopt what the old v1 pipeline left in production; 4. show v1's shadow failing its
+per-bucket checks; 5. backfill the week with v2 — events → shadow → checks → promotion in one run;
+6. report per day from the ledger; 7. the join of seed 003: plays attributed to impressions across
+midnight (`devtools/demo/attribution.py`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from rich.console import Console
 from rich.table import Table
 
 from backfill_platform import settings
+from backfill_platform.devtools.demo.attribution import attribution_story
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
+from backfill_platform.devtools.generator.impressions import generate_impressions_archive
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.ops.ledger_report import promotion_report
 from backfill_platform.orchestration.factory import build_definitions
@@ -96,9 +100,12 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
         settings.data_dir() / "archive" / "playback",
         GeneratorConfig(start=start, days=days, events_per_day=events_per_day, seed=7),
     )
+    archives = (settings.data_dir() / "archive" / "playback", settings.data_dir() / "archive" / "impressions")
+    shown = generate_impressions_archive(archives[1], archives[0])
     console.print(
         f"\n[bold]1. archive[/bold]: {truth['totals']['files']} hourly gzipped JSON-lines files, "
-        f"{truth['totals']['lines']:,} lines ({time.monotonic() - step:.1f} s)"
+        f"{truth['totals']['lines']:,} lines ({time.monotonic() - step:.1f} s); and the impressions "
+        f"beside them: {shown['totals']['lines']:,} lines in {shown['totals']['files']} files"
     )
 
     defs = build_definitions()
@@ -208,6 +215,8 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
         f"({events_rate:,.0f} in step 2's cold start); whole validated backfill "
         f"(events → shadow → checks → promotion, one run) {records / backfill_seconds:,.0f} events/s"
     )
+    day_keys = [(start + timedelta(days=i)).isoformat() for i in range(days)]
+    attribution_story(console, run, spark, specs.datasets["attributed_plays"], archives, day_keys)
     console.print(
         f"\nundo the promotion: [bold].venv/bin/backfill-platform revert --dataset {views.name}[/bold]\n"
         f"audit trail:        .venv/bin/backfill-platform ledger --dataset {views.name}\n"
