@@ -13,6 +13,12 @@ the `daily_refresh` sensor on as a user would (GraphQL `startSensor`) and then o
    automation's own mapping): the middle day, now counting the late views, and its neighbour; the
    other day keeps its production snapshot and rows.
 
+Beside it, a second live stream (`impressions_live`, low volume: `allow_empty_hours`) and a dataset
+joining both (`attributed_live`: plays attributed to impressions, the impressions read from 30 minutes
+before each day). With the late play file, a late impression of the middle day's last minute lands in
+the same ingestion hour; exactly the join days whose inputs it changed are re-promoted: the middle day
+(the late plays) and the next, whose first play is now attributed to that impression through the lookback.
+
 Every run and backfill in the instance was launched by the sensor. The time from writing the late file
 to the re-promotion is printed (`pytest -s`). The sensor is stopped at the end.
 
@@ -41,6 +47,11 @@ import yaml
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.devtools.generator.impressions import (
+    attribution_truth,
+    generate_impressions_archive,
+    playback_starts,
+)
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.lakehouse.tables import (
     PLATFORM_NAMESPACE,
@@ -79,6 +90,21 @@ EVENTS = ["raw", f"{STREAM}_events"]
 SHADOW = ["shadow", f"{DATASET}__v2"]
 PRODUCTION = ["prod", f"{DATASET}_production"]
 LIVE_MATERIALIZED = (EVENTS, SHADOW, PRODUCTION)
+IMPRESSIONS_STREAM = "impressions_live"
+JOIN = "attributed_live"
+IMPRESSIONS = ["raw", f"{IMPRESSIONS_STREAM}_events"]
+JOIN_SHADOW = ["shadow", f"{JOIN}__v2"]
+JOIN_PRODUCTION = ["prod", f"{JOIN}_production"]
+LATE_IMPRESSION_ID = "late-impression-0"
+# The join's transform, beside its spec (transforms resolve beside the spec file): the demo's v2 with the
+# sources named as this test's streams.
+JOIN_TRANSFORM = f"""
+from backfill_platform.defs.attributed_plays.transform import attributed_v2
+
+
+def v2({STREAM}, {IMPRESSIONS_STREAM}):
+    return attributed_v2({STREAM}, {IMPRESSIONS_STREAM})
+"""
 
 LATE_TITLE = "t0001"
 LATE_STARTS = 3
@@ -319,6 +345,8 @@ class LiveStream:
     specs_dir: Path
     archive: Path
     days: list[date]  # the settled days, oldest first
+    impressions: Path  # the impressions stream's archive
+    late_play: dict  # the first play of the day after the middle one that the late impression leads
 
     @property
     def keys(self) -> list[str]:
@@ -357,13 +385,31 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
     dataset = builtin_spec_data("views_per_title")
     dataset.update(name=DATASET, source_stream=STREAM)
 
+    impressions = builtin_spec_data("impressions")
+    impressions.update(
+        name=IMPRESSIONS_STREAM,
+        first_partition=start.isoformat(),
+        archive_observation_cron="* * * * *",
+        allow_empty_hours=True,  # a few impressions an hour at night: an hour may have none
+    )
+    impressions["archive"]["location"] = f"archive/{IMPRESSIONS_STREAM}"
+    join = builtin_spec_data("attributed_plays")
+    join.update(name=JOIN, sources=[STREAM, {"stream": IMPRESSIONS_STREAM, "lookback": "30m"}])
+    join["expected_rows"]["source"] = STREAM
+    join["versions"] = {"v2": {"transform": "attribution.py:v2"}}
+
     specs_dir = tmp_path_factory.mktemp("daily_refresh_specs")
     (specs_dir / f"{STREAM}.yaml").write_text(yaml.safe_dump(stream, sort_keys=False))
     (specs_dir / f"{DATASET}.yaml").write_text(yaml.safe_dump(dataset, sort_keys=False))
+    (specs_dir / f"{IMPRESSIONS_STREAM}.yaml").write_text(yaml.safe_dump(impressions, sort_keys=False))
+    (specs_dir / f"{JOIN}.yaml").write_text(yaml.safe_dump(join, sort_keys=False))
+    (specs_dir / "attribution.py").write_text(JOIN_TRANSFORM)
 
     archive = refresh_data / "archive" / STREAM
     config = GeneratorConfig(start=start, days=SETTLED_DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
     generate_playback_archive(archive, config)
+    impressions_archive = refresh_data / "archive" / IMPRESSIONS_STREAM
+    generate_impressions_archive(impressions_archive, archive)
     days = [start + timedelta(days=i) for i in range(SETTLED_DAYS)]
 
     # Settled now: horizon passed and no hole in any read window (a small archive could have an empty hour).
@@ -380,7 +426,27 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
         > datetime.combine(now.date(), datetime.min.time(), tzinfo=UTC) - spec.refresh_horizon
         for d in days
     )
-    return LiveStream(spec=spec, specs_dir=specs_dir, archive=archive, days=days)
+    # The first play of the day after the middle one, within 30 minutes of midnight, that no impression of
+    # its own day leads: a late impression in the middle day's last second leads it through the lookback.
+    middle, next_day = days[SETTLED_DAYS // 2], days[SETTLED_DAYS // 2] + timedelta(days=1)
+    truth = attribution_truth(archive, impressions_archive, [next_day.isoformat()])
+    midnight_ms = int(datetime.combine(next_day, datetime.min.time(), tzinfo=UTC).timestamp() * 1000)
+    candidates = [
+        play
+        for play in playback_starts(archive, spec.allowed_lateness, spec.clock_skew)
+        if midnight_ms <= play["_t"] < midnight_ms + 29 * 60_000
+        and (truth[play["event_id"]]["impression_id"] is None or truth[play["event_id"]]["across_midnight"])
+    ]
+    assert candidates, f"no play in the first 29 minutes of {next_day} to attribute across midnight"
+    late_play = {**candidates[0], "midnight_ms": midnight_ms, "middle": middle}
+    return LiveStream(
+        spec=spec,
+        specs_dir=specs_dir,
+        archive=archive,
+        days=days,
+        impressions=impressions_archive,
+        late_play=late_play,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -419,6 +485,22 @@ def write_late_file(live: LiveStream) -> tuple[Path, float]:
     partial = folder / f".{path.name}.partial"  # not an archive file name: never listed half-written
     partial.write_bytes(gzip.compress("".join(json.dumps(e) + "\n" for e in events).encode()))
     os.replace(partial, path)
+    # An impression of the next day's first play, shown in the middle day's last millisecond, delivered
+    # late to the same ingestion hour of the impressions archive.
+    play = live.late_play
+    impression = {
+        "event_id": LATE_IMPRESSION_ID,
+        "event_time": f"{play['middle'].isoformat()}T23:59:59.999Z",
+        "user_id": play["user_id"],
+        "title_id": play["title_id"],
+        "row": "trending",
+    }
+    folder = live.impressions / hour.strftime(live.spec.archive.layout)
+    folder.mkdir(parents=True, exist_ok=True)
+    late_impressions = folder / f"impressions-{hour:%Y-%m-%d-%H}-late-0002.jsonl.gz"
+    partial = folder / f".{late_impressions.name}.partial"
+    partial.write_bytes(gzip.compress((json.dumps(impression) + "\n").encode()))
+    os.replace(partial, late_impressions)
     return path, time.time()
 
 
@@ -503,7 +585,10 @@ def drain(dev: DagsterDev, timeout: float = 120) -> None:
 
 
 def promoted_since(dev: DagsterDev, days: list[str], after: float) -> set[str]:
-    return days_materialized_after(dev, PRODUCTION, days, after)
+    """The days promoted after `after` in both datasets, the stream's own and the join."""
+    return days_materialized_after(dev, PRODUCTION, days, after) & days_materialized_after(
+        dev, JOIN_PRODUCTION, days, after
+    )
 
 
 # --- the lakehouse, read back ----------------------------------------------------------------------------
@@ -545,6 +630,15 @@ def lake_state(spark, data_dir: Path, live: LiveStream) -> dict[str, DayState]:
             },
         )
     return state
+
+
+def join_state(spark, data_dir: Path, live: LiveStream) -> dict[str, tuple[str, str | None]]:
+    """The join's production rows of the settled days: play id -> (day, impression id)."""
+    session = lakehouse_session(spark, data_dir)
+    production = table_id(session, PROD_NAMESPACE, JOIN)
+    session.sql(f"REFRESH TABLE {production}")
+    rows = session.table(production).where(F.col("play_date").isin(live.days)).collect()
+    return {r["play_id"]: (r["play_date"].isoformat(), r["impression_id"]) for r in rows}
 
 
 def ensure_namespaces(spark, data_dir: Path) -> None:
@@ -589,6 +683,7 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
         promoted_at = time.time()
         watch.quiet("the first promotions done")
         before = lake_state(spark, refresh_data, live)
+        join_before = join_state(spark, refresh_data, live)
 
         # 2. A late file in an hour the affected days have read; then only watching.
         late_path, late_written = write_late_file(live)
@@ -605,6 +700,7 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
         drain(dev)  # observations already launched end before the server stops (their status is asserted)
     assert stopped["status"] == "STOPPED"
     after = lake_state(spark, refresh_data, live)
+    join_after = join_state(spark, refresh_data, live)
     all_runs, all_backfills, sensor_ticks = runs(dev), backfills(dev), ticks(dev, selector)
 
     # For the closing note, before the assertions: the timings and every run the sensor launched.
@@ -636,7 +732,7 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     print(f"  + {len(observations)} archive observations ({sorted({r.status for r in observations})})")
 
     # Exactly the affected days were re-derived, re-validated and re-promoted; nothing else of the stream.
-    for asset in LIVE_MATERIALIZED:
+    for asset in (*LIVE_MATERIALIZED, IMPRESSIONS, JOIN_SHADOW, JOIN_PRODUCTION):
         assert days_materialized_after(dev, asset, days, late_written) == set(affected), asset
     for day in untouched:
         assert after[day] == before[day], day  # same promotion, same production rows
@@ -653,6 +749,15 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     assert neighbours, affected  # the late hour is read by the middle day and the next
     for day in neighbours:
         assert (after[day].rows, after[day].records) == (before[day].rows, before[day].records), day
+
+    # The join: the middle day gained the late plays; the next day's first play is now led by the late
+    # impression of the middle day's last second (read through the lookback); the first day is untouched.
+    play_id = live.late_play["event_id"]
+    late_plays = {p for p, (day, _) in join_after.items() if p.startswith("late-refresh-")}
+    assert {join_after[p][0] for p in late_plays} == {middle} and len(late_plays) == LATE_STARTS
+    assert join_before[play_id][1] != LATE_IMPRESSION_ID and join_after[play_id][1] == LATE_IMPRESSION_ID
+    changed = {p for p in set(join_before) | set(join_after) if join_before.get(p) != join_after.get(p)}
+    assert changed == late_plays | {play_id}, sorted(changed)[:10]
 
     # Nobody clicked: every backfill and run of this instance was launched by the sensor, on one of its ticks.
     tick_ids = {tick["tickId"] for tick in sensor_ticks}
@@ -681,6 +786,8 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
         )
     # Every run of the live stream succeeded (the other streams' missing days fail, as a lost archive must).
     live_runs = [
-        r for r in all_runs if any(a.split("/", 1)[1].startswith((STREAM, DATASET)) for a in r.assets)
+        r
+        for r in all_runs
+        if any(a.split("/", 1)[1].startswith((STREAM, DATASET, IMPRESSIONS_STREAM, JOIN)) for a in r.assets)
     ]
     assert live_runs and all(r.status == "SUCCESS" for r in live_runs), [r.describe() for r in live_runs]

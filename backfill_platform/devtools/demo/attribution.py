@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.table import Table
 
-from backfill_platform.devtools.generator.impressions import attribution_truth
+from backfill_platform.devtools.generator.impressions import both_attributions
 from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
@@ -47,8 +47,7 @@ def attribution_story(
         f"\n[bold]7. join[/bold]: {spec.name} = playback ⋈ impressions; v1 (one day of each stream) and "
         f"v2 (impressions from 30 min before each day) validated, v2 promoted ({time.monotonic() - step:.1f} s)"
     )
-    truth = attribution_truth(*archives, days)
-    buggy = attribution_truth(*archives, days, same_day_only=True)
+    truth, buggy = both_attributions(*archives, days)
     joined = spark.sql(
         f"SELECT p.play_date, count(1) AS plays, sum(p.attributed) AS v2, sum(s.attributed) AS v1, "
         f"sum(CASE WHEN p.impression_id <=> s.impression_id THEN 0 ELSE 1 END) AS differ "

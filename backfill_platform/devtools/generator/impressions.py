@@ -46,15 +46,18 @@ def _iso_ms(ms: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
 
 
-def _records(root: Path, lateness_ms: int, skew_ms: int) -> dict[str, dict]:
+def _records(root: Path, lateness_ms: int, skew_ms: int, marker: str = "") -> dict[str, dict]:
     """The records the platform keeps from an hourly archive: well-formed, admissible in their ingestion
-    hour (`hb - lateness <= t < hb + 1h + skew`), the first admissible copy of each id (earliest hour)."""
+    hour (`hb - lateness <= t < hb + 1h + skew`), the first admissible copy of each id (earliest hour).
+    Only lines containing `marker` are parsed (a cheap pre-filter: every copy of an event carries it)."""
     kept: dict[str, dict] = {}
     for path in iter_archive_files(root):
         hour = path.parent.relative_to(root).parts
         hb_ms = _hour_ms(*map(int, hour))
         with gzip.open(path, "rt", encoding="utf-8") as lines:
             for text in lines:
+                if marker not in text:
+                    continue
                 reason, record, t = classify_line(text.rstrip("\n"))
                 if reason or t is None or not hb_ms - lateness_ms <= t < hb_ms + HOUR_MS + skew_ms:
                     continue
@@ -70,7 +73,8 @@ def _hour_ms(year: int, month: int, day: int, hour: int) -> int:
 
 def playback_starts(root: Path, lateness: timedelta, skew: timedelta) -> list[dict]:
     """The plays (`start` events) the platform keeps from a playback archive, in event-time order."""
-    records = _records(root, int(lateness.total_seconds() * 1000), int(skew.total_seconds() * 1000))
+    lateness_ms, skew_ms = int(lateness.total_seconds() * 1000), int(skew.total_seconds() * 1000)
+    records = _records(root, lateness_ms, skew_ms, marker='"start"')
     starts = [r for r in records.values() if r.get("event_type") == "start"]
     return sorted(starts, key=lambda r: (r["_t"], r["event_id"]))
 
@@ -138,29 +142,41 @@ def attribution_truth(
     """Each play of `days` (by id): its day, hour, viewer, title, and the latest impression of that title
     to that viewer within `lookback` before it (ties: the greatest impression id), or None; with
     `same_day_only`, only impressions of the play's own day count (the buggy version)."""
+    fixed, buggy = both_attributions(playback_root, impressions_root, days, lookback, lateness, skew)
+    return buggy if same_day_only else fixed
+
+
+def both_attributions(
+    playback_root: Path,
+    impressions_root: Path,
+    days: list[str],
+    lookback: timedelta = timedelta(minutes=30),
+    lateness: timedelta = timedelta(hours=8),
+    skew: timedelta = timedelta(minutes=15),
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """`attribution_truth` of the fixed and of the buggy (same day only) version, reading the archives once."""
     window_ms = int(lookback.total_seconds() * 1000)
     lateness_ms, skew_ms = int(lateness.total_seconds() * 1000), int(skew.total_seconds() * 1000)
     by_viewer_title: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
     for record in _records(impressions_root, lateness_ms, skew_ms).values():
         by_viewer_title[(record["user_id"], record["title_id"])].append((record["_t"], record["event_id"]))
-    result = {}
-    for play in playback_starts(playback_root, lateness, skew):
+    plays = [p for p in playback_starts(playback_root, lateness, skew) if ms_to_day(p["_t"]) in days]
+    fixed, buggy = {}, {}
+    for play in plays:
         t, day = play["_t"], ms_to_day(play["_t"])
-        if day not in days:
-            continue
-        candidates = [
-            (i_t, i_id)
-            for i_t, i_id in by_viewer_title[(play["user_id"], play["title_id"])]
-            if 0 <= t - i_t <= window_ms and (not same_day_only or ms_to_day(i_t) == day)
-        ]
-        best = max(candidates, default=None)
-        result[play["event_id"]] = {
-            "day": day,
-            "hour": (t % DAY_MS) // HOUR_MS,
-            "user_id": play["user_id"],
-            "title_id": play["title_id"],
-            "impression_id": best[1] if best else None,
-            "seconds_to_play": (t - best[0]) // 1000 if best else None,
-            "across_midnight": bool(best) and ms_to_day(best[0]) != day,
-        }
-    return result
+        led = [c for c in by_viewer_title[(play["user_id"], play["title_id"])] if 0 <= t - c[0] <= window_ms]
+        for result, candidates in (
+            (fixed, led),
+            (buggy, [c for c in led if ms_to_day(c[0]) == day]),
+        ):
+            best = max(candidates, default=None)
+            result[play["event_id"]] = {
+                "day": day,
+                "hour": (t % DAY_MS) // HOUR_MS,
+                "user_id": play["user_id"],
+                "title_id": play["title_id"],
+                "impression_id": best[1] if best else None,
+                "seconds_to_play": (t - best[0]) // 1000 if best else None,
+                "across_midnight": bool(best) and ms_to_day(best[0]) != day,
+            }
+    return fixed, buggy
