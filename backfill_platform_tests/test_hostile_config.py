@@ -117,6 +117,8 @@ def test_the_demo_spec_passes_the_shape_checks():
 
     paths = sorted(BUILTIN_SPECS_DIR.rglob("defs.yaml"))
     assert [load_spec_file(path).name for path in paths if load_spec_file(path)] == [
+        "attributed_plays",
+        "impressions",
         "playback",
         "views_per_title",
     ]

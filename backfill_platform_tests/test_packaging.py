@@ -30,6 +30,9 @@ BUILTIN_ASSETS = {
     "shadow/views_per_title__v1",
     "shadow/views_per_title__v2",
     "prod/views_per_title_production",
+    "raw/impressions_events",
+    "shadow/attributed_plays__v2",
+    "prod/attributed_plays_production",
 }
 # Run by the fresh venv's python: what the installed package defines and where it read its specs from.
 PROBE = """
@@ -132,10 +135,19 @@ def test_installed_wheel_loads_the_builtin_definitions(fresh_venv, tmp_path):
     assert Path(probe["package"]).is_relative_to(site_packages), probe["package"]
     specs_dir = Path(probe["specs_dir"])
     assert specs_dir == site_packages / PACKAGE / "defs"
-    assert probe["spec_files"] == ["lakehouse/defs.yaml", "playback/defs.yaml", "views_per_title/defs.yaml"]
+    assert probe["spec_files"] == [
+        "attributed_plays/defs.yaml",
+        "impressions/defs.yaml",
+        "lakehouse/defs.yaml",
+        "playback/defs.yaml",
+        "views_per_title/defs.yaml",
+    ]
     for name in probe["spec_files"]:
         assert (specs_dir / name).read_bytes() == (REPO / PACKAGE / "defs" / name).read_bytes()
-    assert (probe["streams"], probe["datasets"]) == (["playback"], ["views_per_title"])
+    assert (probe["streams"], probe["datasets"]) == (
+        ["impressions", "playback"],
+        ["attributed_plays", "views_per_title"],
+    )
     assert set(probe["assets"]) >= BUILTIN_ASSETS, probe["assets"]
 
     # The same code location through Dagster's own CLI (`dagster` is a dependency, so run as a module).
