@@ -4,6 +4,7 @@ against the generator's independent truth, with aligned completeness across sour
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
 from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
@@ -129,3 +131,47 @@ def test_a_join_day_is_held_back_by_the_source_day_that_is_not_validated(
         assert "impressions_held 2026-10-02: events failed quarantine_ratio" in problem, problem
         assert "playback" not in problem
     assert not spark.catalog.tableExists(production_table(spark, renamed))
+
+
+def test_the_gate_refuses_the_join_days_whose_inputs_changed_in_one_source(
+    specs, playback, impressions, spark, spark_resource, data_dir
+):
+    """An impression added in D2's last 30 minutes after validation: D2 (its own day) and D3 (its lookback
+    reads D2's tail) are refused, naming the source; D1 reads neither and is promoted."""
+    stream = impressions.model_copy(
+        update={
+            "name": "impressions_gate",
+            "archive": impressions.archive.model_copy(update={"location": "archive/impressions_gate"}),
+        }
+    )
+    archive = data_dir / "archive" / "impressions_gate"
+    shutil.copytree(data_dir / "archive" / "impressions", archive, dirs_exist_ok=True)
+    assert run(spark_resource, [build_events_asset(stream)], D1, D3).success
+    raw = specs.datasets["attributed_plays"].model_dump(exclude_none=True)
+    raw.update(
+        name="attributed_gate", sources=["playback", {"stream": "impressions_gate", "lookback": "30m"}]
+    )
+    raw["versions"] = {"v2": {"transform": f"{TRANSFORMS}:attributed_gate"}}
+    spec = DatasetSpec.model_validate(raw)
+    assert run(spark_resource, [build_shadow_asset(spec, [playback, stream], "v2")], D1, D3).success
+
+    late = {
+        "event_id": "gate-late-0",
+        "event_time": "2026-10-02T23:50:00.000Z",
+        "user_id": "u000001",
+        "title_id": "t0001",
+        "row": "trending",
+    }
+    folder = archive / "2026" / "10" / "02" / "23"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "impressions-2026-10-02-23-late-0002.jsonl.gz").write_bytes(
+        gzip.compress((json.dumps(late) + "\n").encode(), mtime=0)
+    )
+    d2 = D1 + timedelta(days=1)
+    assert run(spark_resource, [build_events_asset(stream)], d2, d2).success
+
+    promotion = promote(spark, spec, [playback, stream], D1, D3 + timedelta(days=1), per_day=True)
+    assert promotion.days == [D1.isoformat()]
+    assert sorted(promotion.held_back) == [d2.isoformat(), D3.isoformat()]
+    for reason in promotion.held_back.values():
+        assert "the events of impressions_gate changed since shadow v2 was validated" in reason, reason

@@ -48,3 +48,10 @@ def attributed_held(playback: DataFrame, impressions_held: DataFrame) -> DataFra
     from backfill_platform.defs.attributed_plays.transform import attributed_v2
 
     return attributed_v2(playback, impressions_held)
+
+
+def attributed_gate(playback: DataFrame, impressions_gate: DataFrame) -> DataFrame:
+    """attributed_plays v2 over a copy of the impressions stream named `impressions_gate`."""
+    from backfill_platform.defs.attributed_plays.transform import attributed_v2
+
+    return attributed_v2(playback, impressions_gate)
