@@ -93,8 +93,11 @@ def test_the_join_equals_an_independent_attribution_across_midnight(
         for c in result.get_asset_check_evaluations()
         if c.asset_key == build_shadow_asset(spec, sources, "v2").key
     }
-    inputs = checks[("events_validated", D3.isoformat())].metadata["inputs"].value
-    assert "`impressions` 2026-10-02" in inputs and "`impressions` 2026-10-03" in inputs
+    metadata = checks[("events_validated", D3.isoformat())].metadata
+    assert metadata["inputs"].value == "playback 2026-10-03, impressions 2026-10-02, impressions 2026-10-03"
+    assert (
+        metadata["playback_rows"].value + metadata["impressions_rows"].value == metadata["events_rows"].value
+    )
 
 
 def test_a_join_day_is_held_back_by_the_source_day_that_is_not_validated(

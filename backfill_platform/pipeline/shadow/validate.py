@@ -201,10 +201,10 @@ def events_validated_check(days: list[str], judged: JudgedInputs) -> list[DayVer
             "provisional": provisional,
             "problem": "; ".join(problems) or "none",
         }
-        if len(reads) > 1:
-            metadata["inputs"] = MetadataValue.md(
-                "\n".join(f"- `{stream}` {read_day}" for stream, read_day in reads)
-            )
+        if len(reads) > 1:  # a join, or a lookback: what the day read, and each source's share of it
+            metadata["inputs"] = ", ".join(f"{stream} {read_day}" for stream, read_day in reads)
+            for stream, fingerprint in judged.inputs[day].per_source.items():
+                metadata[f"{stream}_rows"] = fingerprint.rows
         verdicts.append(DayVerdict(EVENTS_VALIDATED, day, not problems, metadata))
     return verdicts
 
