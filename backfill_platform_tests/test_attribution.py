@@ -10,10 +10,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from dagster import materialize
 from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.impressions import attribution_truth
+from backfill_platform.lakehouse.resources import open_catalog
+from backfill_platform.ops.status import dataset_status
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
 from backfill_platform.pipeline.promotion.assets import build_production_asset
@@ -22,7 +23,7 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform_tests.support.datasets import TRANSFORMS, failed_checks, run
-from backfill_platform_tests.support.session import D1, D3, DAYS, START, range_tags
+from backfill_platform_tests.support.session import D1, D3, DAYS, START
 
 DAY_KEYS = [(START + timedelta(days=i)).isoformat() for i in range(3)]
 
@@ -31,12 +32,7 @@ DAY_KEYS = [(START + timedelta(days=i)).isoformat() for i in range(3)]
 def impressions(specs, playback_archive: Path, data_dir: Path, events_materialized, spark_resource):
     """The impressions of the session's plays (archived with them), materialized as events for every day."""
     stream = specs.streams["impressions"]
-    result = materialize(
-        [build_events_asset(stream)],
-        resources={"spark": spark_resource},
-        tags=range_tags(START, START + timedelta(days=DAYS - 1)),
-    )
-    assert result.success
+    assert run(spark_resource, [build_events_asset(stream)], START, START + timedelta(days=DAYS - 1)).success
     return stream
 
 
@@ -178,3 +174,9 @@ def test_the_gate_refuses_the_join_days_whose_inputs_changed_in_one_source(
     assert sorted(promotion.held_back) == [d2.isoformat(), D3.isoformat()]
     for reason in promotion.held_back.values():
         assert "the events of impressions_gate changed since shadow v2 was validated" in reason, reason
+    # `backfill-platform status` says the same, from the ledger alone.
+    states = {s.day.isoformat(): s for s in dataset_status(open_catalog(), spec)}
+    assert states[D1.isoformat()].state == "promoted"
+    for day in (d2, D3):
+        assert states[day.isoformat()].state == "stale"
+        assert states[day.isoformat()].detail.startswith("impressions_gate 2026-10-02 re-derived in run")

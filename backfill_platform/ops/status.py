@@ -30,7 +30,9 @@ from backfill_platform.ops.ledger_view import (
     ledger_rows,
     production_label,
 )
+from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.specs.dataset import DatasetSpec
 
 STATE_STYLE = {"stale": "yellow", "blocked": "red", "provisional": "cyan", "promoted": "green"}
@@ -46,17 +48,28 @@ class DayStatus:
     detail: str
 
 
-def day_state(validation: Row | None, production: Row | None, ingestion: Row | None) -> tuple[str, str]:
-    """(state, detail) of one day; see the module docstring for the order."""
+def day_state(
+    validation: Row | None,
+    production: Row | None,
+    ingestion: Row | None,
+    inputs: tuple[str, str] | None = None,
+    joined: bool = False,
+) -> tuple[str, str]:
+    """(state, detail) of one day; see the module docstring for the order. A dataset reading more than its
+    own day of one stream (`joined`) is judged stale or blocked by `join_inputs_state` (`inputs`) instead
+    of by its first stream's ingestion."""
+    if inputs is not None:
+        return inputs
     if (
-        validation is not None
+        not joined
+        and validation is not None
         and ingestion is not None
         and Fingerprint.recorded(validation, "events") != Fingerprint.recorded(ingestion, "events")
     ):
         return "stale", (
             f"events re-derived in run {ingestion['run_id']} after validation run {validation['run_id']}"
         )
-    if ingestion is not None and ingestion["checks_passed"] is False:
+    if not joined and ingestion is not None and ingestion["checks_passed"] is False:
         return "blocked", f"events failed {ingestion['failed_checks']} in run {ingestion['run_id']}"
     if validation is not None and not validation["checks_passed"]:
         return "blocked", f"failed {validation['failed_checks']} in run {validation['run_id']}"
@@ -77,12 +90,54 @@ def dataset_status(catalog, spec: DatasetSpec) -> list[DayStatus]:
     version = spec.active_version
     validations = latest(rows, lambda r: r["version"] == version and not r["adopted"])
     production = in_production(rows)
-    ingestions = latest(ingestion_rows(catalog, spec.primary_stream))
+    by_stream = {name: latest(ingestion_rows(catalog, name)) for name in spec.stream_names}
+    ingestions = by_stream[spec.primary_stream]
     statuses = []
     for day in sorted(set(validations) | set(production) | set(ingestions)):
-        state, detail = day_state(validations.get(day), production.get(day), ingestions.get(day))
+        inputs = join_inputs_state(spec, validations.get(day), by_stream, day)
+        joined = len(spec.inputs) > 1 or bool(spec.inputs[0].lookback)
+        state, detail = day_state(
+            validations.get(day), production.get(day), ingestions.get(day), inputs, joined
+        )
         statuses.append(DayStatus(spec.name, day, state, production.get(day), validations.get(day), detail))
     return statuses
+
+
+def join_inputs_state(
+    spec: DatasetSpec, validation: Row | None, ingestions: dict[str, dict[date, Row]], day: date
+) -> tuple[str, str] | None:
+    """Stale or blocked for a day that reads several sources or a lookback (None otherwise, or when
+    every source day it reads is fine).
+
+    A source read without lookback is compared by fingerprint with what the validation recorded for it
+    (`inputs`); a lookback reads part of another day, which no ingestion fingerprint covers, so such a
+    source day is stale when it was ingested after the validation."""
+    if len(spec.inputs) == 1 and not spec.inputs[0].lookback:
+        return None
+    recorded = DayInputs.parse(validation.get("inputs")) if validation is not None else None
+    for source in spec.inputs:
+        for read_day in source_days([day.isoformat()], source):
+            ingestion = ingestions[source.stream].get(date.fromisoformat(read_day))
+            if ingestion is None:
+                continue
+            if ingestion["checks_passed"] is False:
+                failed = ingestion["failed_checks"]
+                return (
+                    "blocked",
+                    f"{source.stream} {read_day}: events failed {failed} in run {ingestion['run_id']}",
+                )
+            if validation is None:
+                continue
+            if recorded is not None and not source.lookback:
+                changed = recorded.per_source.get(source.stream) != Fingerprint.recorded(ingestion, "events")
+            else:
+                changed = ingestion["recorded_at"] > validation["recorded_at"]
+            if changed:
+                return "stale", (
+                    f"{source.stream} {read_day} re-derived in run {ingestion['run_id']} after validation run "
+                    f"{validation['run_id']}"
+                )
+    return None
 
 
 def status(datasets: list[DatasetSpec]) -> list[DayStatus]:
