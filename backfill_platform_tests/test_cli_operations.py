@@ -96,6 +96,18 @@ def test_plan_per_day_files_bytes_and_lines_equal_the_archive(cli_env, data_dir:
     assert time.monotonic() - started < 60
 
 
+def test_the_plan_of_a_join_covers_every_source(cli_env, data_dir: Path, truth):
+    day = START + timedelta(days=1)
+    result = invoke("plan", "--dataset", "attributed_plays", "--start", day.isoformat(),
+                    "--end", (day + timedelta(days=1)).isoformat())  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plans = result.output.split("plan for ")[1:]
+    assert [text.split(":", 1)[0] for text in plans] == ["playback", "impressions"]
+    for stream, text in zip(("playback", "impressions"), plans, strict=True):
+        files, size, lines = archive_day(data_dir / "archive" / stream, day)
+        assert table_row(text, day.isoformat())[2:5] == [f"{files:,}", f"{size:,}", f"{lines:,}"], stream
+
+
 def test_plan_names_the_missing_ingestion_hour(cli_env):
     result = invoke("plan", "--dataset", GAP_DATASET, "--start", "2026-10-02", "--end", "2026-10-05")
     assert result.exit_code == 0

@@ -23,7 +23,8 @@ from backfill_platform.cli.app import (
 @click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
 @click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
 def plan(stream: str | None, dataset: str | None, start, end) -> None:
-    """What a backfill of [--start, --end) would read and redo, before running anything.
+    """What a backfill of [--start, --end) would read and redo, before running anything (for a dataset
+    with several sources, one plan per source).
 
     Per event-time day: its read window (widened by the stream's clock skew before and allowed
     lateness after), the archive files, bytes and lines in it, the ingestion hours it needs that have
@@ -34,9 +35,7 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
     """
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    from backfill_platform.ops.plan import build_plan, plan_summary, plan_table
+    from backfill_platform.ops.plan import plan_summary, plan_table
     from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
@@ -46,16 +45,30 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
     specs = load_specs()
     if dataset is not None:
         datasets = [dataset_spec(dataset)]
-        stream = datasets[0].primary_stream
+        streams = datasets[0].stream_names  # a join re-derives every source's events
     elif stream not in specs.streams:
         raise click.BadParameter(
             f"unknown stream {stream!r}; known: {sorted(specs.streams)}", param_hint="--stream"
         )
     else:
         datasets = [d for d in specs.datasets.values() if stream in d.stream_names]
+        streams = [stream]
     console = wide_console()
+    for name in streams:
+        result = counted_plan(console, specs.streams[name], datasets, first, after)
+        console.print(plan_table(result))
+        for line in plan_summary(result):
+            console.print(line)
+
+
+def counted_plan(console, stream, datasets, first, after):
+    """`build_plan` of one stream with a progress bar of the bytes counted."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    from backfill_platform.ops.plan import build_plan
+
     with Progress(
-        "counting lines",
+        f"counting lines of {stream.name}",
         BarColumn(),
         DownloadColumn(),
         TimeRemainingColumn(),
@@ -67,10 +80,7 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
         def counted(archive_file, total_bytes: int) -> None:
             progress.update(task, total=total_bytes, advance=archive_file.size)
 
-        result = build_plan(specs.streams[stream], datasets, first, after, on_file=counted)
-    console.print(plan_table(result))
-    for line in plan_summary(result):
-        console.print(line)
+        return build_plan(stream, datasets, first, after, on_file=counted)
 
 
 @main.command()
