@@ -1,7 +1,6 @@
 """Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import date
 
 from dagster import (
     AssetDep,
@@ -14,7 +13,6 @@ from dagster import (
     TimeWindowPartitionMapping,
 )
 from pydantic import Field
-from pyspark.sql import SparkSession
 
 from backfill_platform.faults import SHADOW_BEFORE_CHECKS, failpoint
 from backfill_platform.lakehouse.resources import SparkIcebergResource
@@ -22,18 +20,10 @@ from backfill_platform.lakehouse.tables import SHADOW_NAMESPACE, replace_range, 
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
-from backfill_platform.pipeline.ledger.ledger import latest_ingestions, record_validation
+from backfill_platform.pipeline.ledger.ledger import record_validation
 from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
-from backfill_platform.pipeline.shadow.inputs import (
-    SourceRead,
-    day_inputs,
-    input_fingerprints,
-    read_source,
-    source_days,
-    streams_of,
-    whole_day_fingerprints,
-)
+from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source, streams_of
 from backfill_platform.pipeline.shadow.validate import (
     CHECK_DESCRIPTIONS,
     MAX_DIVERGENCE_TAG,
@@ -47,15 +37,10 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     read_range,
     shadow_table,
 )
-from backfill_platform.pipeline.validation.buckets import (
-    day_fingerprints_of,
-    events_values,
-    expectations_from,
-)
+from backfill_platform.pipeline.validation.buckets import day_fingerprints_of
 from backfill_platform.pipeline.validation.checksums import Fingerprint
-from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
-from backfill_platform.pipeline.validation.snapshot_figures import events_expectations, table_figures
+from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.pipeline.validation.verdicts import day_outcomes
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import format_duration
@@ -193,40 +178,6 @@ def source_dep(source: SourceInput, stream: StreamSpec) -> AssetDep:
             start_offset=-source.days_back, end_offset=0, allow_nonexistent_upstream_partitions=True
         ),
     )
-
-
-def judge_inputs(
-    session: SparkSession, spec: DatasetSpec, reads: dict[str, SourceRead], days: list[str]
-) -> JudgedInputs:
-    """What the dataset days read from every source, at the pinned snapshots, in one pass per source: the
-    expectations of the rules aggregating it, the whole-day fingerprints and ingestions of every source
-    day read, and each dataset day's input fingerprint."""
-    values: dict = {}
-    inputs: dict[str, dict[str, Fingerprint]] = {}
-    judged = JudgedInputs(spec=spec)
-    for source in spec.inputs:
-        read = reads[source.stream]
-        # Days before the stream's first partition do not exist: nothing there is read or waited for.
-        first = read.stream.first_partition.isoformat()
-        read_days = [d for d in source_days(days, source) if d >= first]
-        for day in days:
-            judged.reads.setdefault(day, [])
-            judged.reads[day] += [(source.stream, d) for d in source_days([day], source) if d >= first]
-        if read.snapshot_id is not None:
-            found, own = events_expectations(session, read.table, spec, source.stream, days, read.snapshot_id)
-        else:
-            found, own = events_values(read.events, spec, source.stream, days)
-        for bucket, bucket_values in found.items():
-            values.setdefault(bucket, {}).update(bucket_values)
-        before = [d for d in read_days if d not in own]
-        judged.day_fingerprints[source.stream] = {**own, **whole_day_fingerprints(read, session, before)}
-        judged.ingestions[source.stream] = latest_ingestions(
-            session, source.stream, [date.fromisoformat(d) for d in read_days]
-        )
-        inputs[source.stream] = own if not source.lookback else input_fingerprints(read.events, source, days)
-    judged.expected = expectations_from(values, spec)
-    judged.inputs = day_inputs(inputs, days)
-    return judged
 
 
 def day_metadata(

@@ -28,9 +28,11 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
 from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.ledger.ledger import latest_ingestions
+from backfill_platform.pipeline.validation.buckets import events_values, expectations_from
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
-from backfill_platform.pipeline.validation.day_inputs import DayInputs, day_inputs
-from backfill_platform.pipeline.validation.snapshot_figures import events_fingerprints
+from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs, day_inputs
+from backfill_platform.pipeline.validation.snapshot_figures import events_expectations, events_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
@@ -117,6 +119,40 @@ def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str
         in_range("event_time", midnight(min(days)), midnight(max(days)) + DAY)
     )
     return day_fingerprints(events, F.to_date("event_time"), days)
+
+
+def judge_inputs(
+    session: SparkSession, spec: DatasetSpec, reads: dict[str, SourceRead], days: list[str]
+) -> JudgedInputs:
+    """What the dataset days read from every source, at the pinned snapshots, in one pass per source: the
+    expectations of the rules aggregating it, the whole-day fingerprints and ingestions of every source
+    day read, and each dataset day's input fingerprint."""
+    values: dict = {}
+    inputs: dict[str, dict[str, Fingerprint]] = {}
+    judged = JudgedInputs(spec=spec)
+    for source in spec.inputs:
+        read = reads[source.stream]
+        # Days before the stream's first partition do not exist: nothing there is read or waited for.
+        first = read.stream.first_partition.isoformat()
+        read_days = [d for d in source_days(days, source) if d >= first]
+        for day in days:
+            judged.reads.setdefault(day, [])
+            judged.reads[day] += [(source.stream, d) for d in source_days([day], source) if d >= first]
+        if read.snapshot_id is not None:
+            found, own = events_expectations(session, read.table, spec, source.stream, days, read.snapshot_id)
+        else:
+            found, own = events_values(read.events, spec, source.stream, days)
+        for bucket, bucket_values in found.items():
+            values.setdefault(bucket, {}).update(bucket_values)
+        before = [d for d in read_days if d not in own]
+        judged.day_fingerprints[source.stream] = {**own, **whole_day_fingerprints(read, session, before)}
+        judged.ingestions[source.stream] = latest_ingestions(
+            session, source.stream, [date.fromisoformat(d) for d in read_days]
+        )
+        inputs[source.stream] = own if not source.lookback else input_fingerprints(read.events, source, days)
+    judged.expected = expectations_from(values, spec)
+    judged.inputs = day_inputs(inputs, days)
+    return judged
 
 
 def current_inputs(
