@@ -263,7 +263,7 @@ def record_validation(
     recorded = now()
     rows = []
     for day in validation.days:
-        ingestion = judged.primary_ingestion(day)
+        ingestion = judged.own_days_ingestion(day)
         rows.append(
             LedgerRow(
                 dataset=spec.name,

@@ -32,7 +32,11 @@ from backfill_platform.pipeline.ledger.ledger import latest_ingestions
 from backfill_platform.pipeline.validation.buckets import events_values, expectations_from
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
 from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs, day_inputs
-from backfill_platform.pipeline.validation.snapshot_figures import events_expectations, events_fingerprints
+from backfill_platform.pipeline.validation.snapshot_figures import (
+    events_at,
+    events_expectations,
+    events_fingerprints,
+)
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
@@ -51,12 +55,6 @@ def source_days(days: Sequence[str], source: SourceInput) -> list[str]:
         for back in range(source.days_back + 1)
     }
     return sorted(read)
-
-
-def days_reading(source_day: str, source: SourceInput, days: Sequence[str]) -> list[str]:
-    """Of `days`, those that read `source_day` of this source (its own day, and the lookback's next days)."""
-    first = date.fromisoformat(source_day)
-    return [d for d in days if 0 <= (date.fromisoformat(d) - first).days <= source.days_back]
 
 
 def read_interval(start: date, end: date, source: SourceInput) -> tuple[datetime, datetime]:
@@ -115,10 +113,9 @@ def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str
     their ingestion's verdict is about the whole day)."""
     if not days:
         return {}
-    events = read_at(spark, read.table, read.snapshot_id).where(
-        in_range("event_time", midnight(min(days)), midnight(max(days)) + DAY)
+    return day_fingerprints(
+        events_at(spark, read.table, read.snapshot_id, days), F.to_date("event_time"), days
     )
-    return day_fingerprints(events, F.to_date("event_time"), days)
 
 
 def judge_inputs(
@@ -134,10 +131,10 @@ def judge_inputs(
         read = reads[source.stream]
         # Days before the stream's first partition do not exist: nothing there is read or waited for.
         first = read.stream.first_partition.isoformat()
-        read_days = [d for d in source_days(days, source) if d >= first]
         for day in days:
             judged.reads.setdefault(day, [])
             judged.reads[day] += [(source.stream, d) for d in source_days([day], source) if d >= first]
+        read_days = sorted({d for day in days for stream, d in judged.reads[day] if stream == source.stream})
         if read.snapshot_id is not None:
             found, own = events_expectations(session, read.table, spec, source.stream, days, read.snapshot_id)
         else:

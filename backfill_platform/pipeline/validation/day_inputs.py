@@ -60,7 +60,7 @@ class JudgedInputs:
     inputs: dict[str, DayInputs] = field(default_factory=dict)
     reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
-    def primary_ingestion(self, day: str) -> dict:
+    def own_days_ingestion(self, day: str) -> dict:
         """The day's own ingestion figures of each source, summed (the ledger's archive figures)."""
         rows = [self.ingestions[name].get(day) for name in self.spec.stream_names]
         found = [r for r in rows if r]

@@ -70,7 +70,7 @@ def table_figures(
     return _remembered(key, compute)
 
 
-def _events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
+def events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
     """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
     return read_at(spark, identifier, snapshot_id).where(
         in_range("event_time", *day_bounds(min(days), max(days)))
@@ -83,7 +83,7 @@ def events_expectations(
     """What the events of `source` at `snapshot_id` imply for the dataset's buckets (the values of the
     rules aggregating that source, `buckets.events_values`), and each day's fingerprint."""
     key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
-    values, fingerprints = events_values(_events_at(spark, identifier, snapshot_id, days), spec, source, days)
+    values, fingerprints = events_values(events_at(spark, identifier, snapshot_id, days), spec, source, days)
     _remembered(key, lambda: fingerprints)
     return values, fingerprints
 
@@ -95,7 +95,7 @@ def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -
     snapshot_id = current_snapshot_id(spark, identifier)
 
     def compute() -> dict[str, Fingerprint]:
-        events = _events_at(spark, identifier, snapshot_id, days)
+        events = events_at(spark, identifier, snapshot_id, days)
         return day_fingerprints(events, F.to_date("event_time"), days)
 
     if snapshot_id is None:
