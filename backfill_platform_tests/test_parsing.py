@@ -203,3 +203,66 @@ def test_cast_and_drop_steps_upcast_and_a_lossy_cast_is_an_invalid_field(tmp_pat
     assert rows["whole"]["position_sec"] == 12 and rows["whole"]["device_type"] == "tv"
     lossy = quarantined(spark, spec)["2026/10/01/06/part-0001.jsonl.gz:2"]
     assert lossy["reason"] == "invalid_field" and lossy["detail"] == "position_sec"
+
+
+@pytest.mark.parametrize(
+    ("time_format", "good", "bad"),
+    [
+        ("epoch_seconds", {"int": 1_790_000_000, "frac": 1_790_000_000.123456, "text": " 1790000000.5 ",
+                           "exp": 1.79e9},
+         {"nanos": "1790000000.1234567", "word": "soon", "hex": "0x6AB"}),
+        ("epoch_micros", {"int": 1_790_000_000_123_456, "text": "1790000000000001"},
+         {"frac": 1_790_000_000_000_000.5, "too_big": "1" * 19}),
+    ],
+)  # fmt: skip
+def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
+    tmp_path, spark, time_format, good, bad
+):
+    raw = builtin_spec_data("playback")
+    raw["name"] = f"case_{next(_names)}"
+    raw["archive"]["location"] = str(tmp_path / "archive")
+    raw["archive"]["allow_outside_data_roots"] = True
+    raw["first_partition"] = "2026-09-01"
+    raw["schema_versions"][1]["event_time_format"] = time_format
+    spec = StreamSpec.model_validate(raw)
+    hour = datetime(2026, 9, 21, 13, tzinfo=UTC)  # 1_790_000_000 s is 2026-09-21 13:33:20 UTC
+    records = [v2(name, hour) | {"event_time": value} for name, value in (good | bad).items()]
+    deliver(spec, hour, [json.dumps(r) for r in records])
+    ingest_window(
+        spark, spec, archive_for(spec), hour.replace(hour=0), hour.replace(hour=0) + timedelta(days=1)
+    )
+    rows = events(spark, spec)
+    scale = {"epoch_seconds": 1_000_000, "epoch_micros": 1}[time_format]
+    from decimal import Decimal
+
+    for name, value in good.items():
+        micros = int(Decimal(str(value).strip()) * scale)
+        expected = datetime(1970, 1, 1) + timedelta(microseconds=micros)
+        assert rows[name]["event_time"] == expected, name
+    held = {r["event_id"]: r["reason"] for r in quarantined(spark, spec).values()}
+    assert held == dict.fromkeys(bad, "unparseable_event_time")
+
+
+def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_ratio(tmp_path, spark):
+    from backfill_platform.pipeline.events.checks import quarantine_ratio_check
+
+    raw = builtin_spec_data("playback")
+    raw["name"] = f"case_{next(_names)}"
+    raw["archive"]["location"] = str(tmp_path / "archive")
+    raw["archive"]["allow_outside_data_roots"] = True
+    raw["max_quarantined_per_day"] = 2
+    spec = StreamSpec.model_validate(raw)
+    small = [v1(f"s{i}", DAY1 + timedelta(hours=5, seconds=i)) for i in range(95)] + ["{truncated"]
+    large = [v1(f"l{i}", DAY2 + timedelta(hours=5, seconds=i)) for i in range(200)] + ["{bad"] * 3
+    deliver(spec, DAY1 + timedelta(hours=5), small)
+    deliver(spec, DAY2 + timedelta(hours=5), large)
+    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
+    verdicts = {v.day: v for v in quarantine_ratio_check(spec, result)}
+    small_day, large_day = verdicts[DAY1.date().isoformat()], verdicts[DAY2.date().isoformat()]
+    assert (small_day.metadata["read"], small_day.metadata["quarantined"]) == (96, 1)
+    assert small_day.passed and small_day.metadata["passed_by"] == "max_quarantined_per_day"
+    assert (large_day.metadata["read"], large_day.metadata["quarantined"]) == (203, 3)
+    assert not large_day.passed and large_day.metadata["passed_by"] == "none"
+    # The ratio alone (the default floor of 0) holds the small day back too.
+    strict = spec.model_copy(update={"max_quarantined_per_day": 0})
+    assert not {v.day: v for v in quarantine_ratio_check(strict, result)}[small_day.day].passed

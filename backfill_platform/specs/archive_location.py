@@ -32,7 +32,15 @@ class ArchiveSpec(SpecModel):
         default="%Y/%m/%d/%H",
         description="strftime template of the ingestion-hour folders below the location.",
     )
-    format: Literal["jsonl"] = Field(default="jsonl", description="One JSON object per line.")
+    format: Literal["jsonl", "json_concatenated", "parquet", "avro"] = Field(
+        default="jsonl",
+        description=(
+            "`jsonl`: one JSON object per line. `json_concatenated`: objects back to back (Firehose "
+            "without a record delimiter), whitespace or newlines between them allowed. `parquet` and "
+            "`avro` (object container files): each row is a record. The record number of a file "
+            "(`_line_number`) is its line, object or row."
+        ),
+    )
     compression: Literal["gzip", "none"] = Field(
         default="gzip", description="`gzip` (`.gz` files) or `none` (plain files)."
     )
@@ -47,7 +55,7 @@ class ArchiveSpec(SpecModel):
         default=1 << 20,
         ge=1024,
         le=256 << 20,
-        description="Longer lines are quarantined as `line_too_long` (their first KiB is kept).",
+        description="Longer records are quarantined as `line_too_long` (their first KiB is kept).",
     )
 
     @field_validator("layout")

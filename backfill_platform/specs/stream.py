@@ -19,7 +19,7 @@ from backfill_platform.specs.durations import HOUR, parse_duration
 from backfill_platform.specs.kinesis import KinesisStreamName, check_replay_targets
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
-TimeFormat = Literal["iso8601", "epoch_millis"]
+TimeFormat = Literal["iso8601", "epoch_seconds", "epoch_millis", "epoch_micros"]
 # Bounds of the durations a stream may declare: beyond them a read window or horizon is absurd (and
 # datetime arithmetic overflows long before `99999999d`).
 MAX_LATENESS = timedelta(days=30)
@@ -39,7 +39,11 @@ def _bounded(value: timedelta, name: str, maximum: timedelta) -> timedelta:
 class EventTimeSpec(SpecModel):
     field: Identifier = Field(description="Raw field holding the event time.")
     format: TimeFormat = Field(
-        default="iso8601", description="`iso8601` (with offset, or UTC) or `epoch_millis`."
+        default="iso8601",
+        description=(
+            "`iso8601` (with offset, or UTC); `epoch_seconds` (integer or fractional, as Kinesis' arrival "
+            "timestamps), `epoch_millis` or `epoch_micros` (integers)."
+        ),
     )
 
 
@@ -92,7 +96,19 @@ class StreamSpec(SpecModel):
         default=0.01,
         ge=0,
         le=1,
-        description="Blocking bound on quarantined lines per day (`quarantine_ratio` check).",
+        description=(
+            "Blocking bound on the share of quarantined records per day (`quarantine_ratio` check); a day "
+            "passes when this or `max_quarantined_per_day` holds."
+        ),
+    )
+    max_quarantined_per_day: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Absolute floor of the `quarantine_ratio` check: a day with at most this many quarantined "
+            "records passes whatever its ratio, so one bad line does not block a small day while a large "
+            "day is still held to the ratio."
+        ),
     )
     allow_empty_partitions: bool = Field(
         default=False, description="A day without any archive record is normal (otherwise it fails a check)."

@@ -1,25 +1,23 @@
-"""Listing an archive by ingestion hour, reading its files line by line, and finding what no hour lists.
+"""Listing an archive by ingestion hour, and finding what no hour lists.
 
 Readers only ever ask "which files were ingested in these hours?", so the listing is an interface with
 a local implementation (`LocalArchive`) and an S3 one (`archive.s3.S3Archive`). Every file below the
-archive's root is either listed in an hour or reported by `unlisted_files`, with its line count. Both
-are read by the same `iter_lines`, so line numbers, defects and accounting do not depend on the store.
+archive's root is either listed in an hour or reported by `unlisted_files`, with its record count. Both
+are read by the same `records.iter_records`, so record numbers, defects and accounting do not depend on
+the store.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import os
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from backfill_platform import settings
+from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
 from backfill_platform.specs.archive_location import check_archive_root
 from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.stream import StreamSpec
@@ -28,10 +26,6 @@ if TYPE_CHECKING:
     from dagster_aws.s3 import S3Resource
 
     from backfill_platform.pipeline.archive.s3 import S3Archive, S3ReadConfig
-
-GZIP_MAGIC = b"\x1f\x8b"
-UTF8_BOM = b"\xef\xbb\xbf"
-_KEPT_PREFIX = 1024  # bytes of an over-long line kept in its quarantine record
 
 
 @dataclass(frozen=True)
@@ -60,12 +54,6 @@ class UnlistedFile:
 
 class Archive(Protocol):
     def list_hour(self, hour: datetime) -> list[ArchiveFile]: ...
-
-
-class ArchiveReadError(RuntimeError):
-    """An archive file or listing that cannot be read at all (missing bucket or object, access denied,
-    a connection lost mid-object): the run fails naming the file, rather than reading a silent gap.
-    A file that is read but damaged (a truncated gzip stream) is not this: it is quarantined."""
 
 
 def hidden(name: str) -> bool:
@@ -108,7 +96,7 @@ class LocalArchive:
         """The ingestion hour a folder (relative to the root) stands for, if it is exactly one."""
         return hour_of(folder, self.layout)
 
-    def unlisted_files(self, first_hour: datetime, max_line_bytes: int = 1 << 20) -> list[UnlistedFile]:
+    def unlisted_files(self, first_hour: datetime, fmt: RecordFormat = JSON_LINES) -> list[UnlistedFile]:
         """Files below the root that `list_hour` never returns for an hour from `first_hour` on.
 
         Root-level hidden files (`_truth.json`) are the archive's own metadata and are not reported.
@@ -125,7 +113,7 @@ class LocalArchive:
                 why = unlisted_reason(relative if relative != "." else "", name, self.layout, first_hour)
                 if why is None:
                     continue
-                lines = sum(1 for _ in iter_lines(str(path), max_line_bytes))
+                lines = sum(1 for _ in iter_records(str(path), fmt))
                 found.append(UnlistedFile(str(path.relative_to(self.root)), path.stat().st_size, lines, why))
         return found
 
@@ -150,96 +138,6 @@ def unlisted_reason(folder: str, name: str, layout: str, first_hour: datetime) -
     if hour < first_hour:
         return f"ingestion hour {hour:%Y-%m-%d %H}:00 is before the stream's first read window"
     return None
-
-
-def open_archive_file(path: str, reader: S3ReadConfig | None = None) -> BinaryIO:
-    """A binary stream of an archive file: a local path, or an `s3://bucket/key` URI (fetched with
-    boto3, configured by `reader` and the process's standard AWS environment)."""
-    if path.startswith("s3://"):
-        from backfill_platform.pipeline.archive.s3 import open_object
-
-        return open_object(path, reader)
-    return open(path, "rb")
-
-
-def iter_lines(
-    source: str | BinaryIO, max_line_bytes: int, reader: S3ReadConfig | None = None
-) -> Iterator[tuple[int, str, bytes | None, str | None, str | None]]:
-    """(line number, text, exact bytes if not UTF-8, defect, detail) for each line of a file, streamed.
-
-    `source` is a local path, an `s3://` URI (see `open_archive_file`) or an opened binary stream
-    (which need not be seekable). A file that cannot be opened raises (`ArchiveReadError` for S3).
-    gzip is recognised by its magic bytes, not the name. A leading UTF-8 BOM and each line's CR before
-    LF are removed; a final newline does not start a line. What cannot be used as it stands becomes a
-    record with a defect rather than an exception or a silent change:
-    `invalid_utf8` (text with `\\xNN` escapes, plus the exact bytes), `line_too_long` (its first KiB,
-    and its length; at most `max_line_bytes` are held in memory), `unreadable_file` (a truncated or
-    corrupt gzip stream: the intact lines before it are yielded, then one record naming the error).
-    """
-    if isinstance(source, str):
-        with open_archive_file(source, reader) as raw:
-            yield from iter_lines(raw, max_line_bytes)
-        return
-    number = 0
-    stream = decompressed(source)
-    try:
-        while chunk := stream.readline(max_line_bytes + 1):
-            number += 1
-            if number == 1 and chunk.startswith(UTF8_BOM):
-                chunk = chunk[len(UTF8_BOM) :]
-            if len(chunk.rstrip(b"\n")) > max_line_bytes:
-                head, total = chunk[:_KEPT_PREFIX], len(chunk)
-                while not chunk.endswith(b"\n") and (chunk := stream.readline(1 << 20)):
-                    total += len(chunk)
-                text = head.decode("utf-8", "backslashreplace")
-                yield number, text, None, "line_too_long", f"{total} bytes, over {max_line_bytes}"
-                continue
-            line = chunk[:-1] if chunk.endswith(b"\n") else chunk
-            line = line[:-1] if line.endswith(b"\r") else line
-            try:
-                yield number, line.decode("utf-8"), None, None, None
-            except UnicodeDecodeError as error:
-                text = line.decode("utf-8", "backslashreplace")
-                yield number, text, line, "invalid_utf8", f"byte {error.start}: {error.reason}"
-    except (EOFError, OSError, zlib.error) as error:
-        number += 1
-        yield (
-            number,
-            "",
-            None,
-            "unreadable_file",
-            f"{type(error).__name__}: {error} (after {number - 1} lines)",
-        )
-
-
-def decompressed(raw: BinaryIO) -> BinaryIO:
-    """The content of an archive file's stream: gunzipped when it starts with gzip's magic bytes,
-    whatever its name. The stream need not be seekable (an S3 object body)."""
-    magic = raw.read(2)
-    if raw.seekable():
-        raw.seek(0)
-    else:
-        raw = io.BufferedReader(_Prepended(magic, raw), 1 << 16)
-    return gzip.GzipFile(fileobj=raw, mode="rb") if magic == GZIP_MAGIC else raw
-
-
-class _Prepended(io.RawIOBase):
-    """Bytes already read from the head of a non-seekable stream, then the rest of it."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self._head, self._rest = head, rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            size = min(len(buffer), len(self._head))
-            buffer[:size], self._head = self._head[:size], self._head[size:]
-            return size
-        data = self._rest.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 def archive_for(spec: StreamSpec, s3: S3Resource | None = None) -> LocalArchive | S3Archive:

@@ -1,8 +1,8 @@
-"""Reading archive files into Spark: one row per line, streamed on the executors as Arrow batches.
+"""Reading archive files into Spark: one row per record, streamed on the executors as Arrow batches.
 
-The files of a window are spread over Spark tasks; each task reads its files with `archive.listing.
-iter_lines` (local paths, or `s3://` objects fetched by the task itself) and hands its lines to Spark in
-bounded Arrow batches, so memory does not depend on a file's size.
+The files of a window are spread over Spark tasks; each task reads its files with `archive.records.
+iter_records` (local paths, or `s3://` objects fetched by the task itself) and hands its records to
+Spark in bounded Arrow batches, so memory does not depend on a file's size.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.archive.listing import ArchiveFile, iter_lines
+from backfill_platform.pipeline.archive.listing import ArchiveFile
+from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
 
 LINES_SCHEMA = (
     "_source_file string, _line_number bigint, _ingestion_time timestamp, line string, _raw binary, "
@@ -23,10 +24,11 @@ _BATCH_ROWS = 4096
 _BATCH_BYTES = 16 << 20
 
 
-def read_lines(spark: SparkSession, files: list[ArchiveFile], max_line_bytes: int = 1 << 20) -> DataFrame:
-    """One row per line of each file, with the file's name, the 1-based line number and ingestion hour.
+def read_lines(spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat = JSON_LINES) -> DataFrame:
+    """One row per record of each file, with the file's name, the 1-based record number (`_line_number`:
+    the line of a `jsonl` file, the object or row of other formats) and the ingestion hour.
 
-    Files are streamed line by line on the executors (`archive.listing.iter_lines`), local files by path
+    Files are streamed record by record on the executors (`archive.records.iter_records`), local files by path
     and `s3://` objects fetched by the tasks themselves with boto3 (`archive.s3`); memory is bounded by
     `max_line_bytes` and a batch, whatever the file size; compression is recognised by content (a gzip
     file named `.jsonl` or a plain one named `.gz` are both read); a truncated or corrupt gzip file
@@ -44,27 +46,27 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile], max_line_bytes: in
         [(i, f.path) for i, f in enumerate(files)], min(len(files), 4 * spark.sparkContext.defaultParallelism)
     ).toDF("_file int, _path string")
     readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
-    lines = paths.mapInArrow(_arrow_reader(max_line_bytes, readers), _READ_SCHEMA)
+    lines = paths.mapInArrow(_arrow_reader(fmt, readers), _READ_SCHEMA)
     return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA))
 
 
-def _arrow_reader(max_line_bytes: int, readers: dict | None = None):
+def _arrow_reader(fmt: RecordFormat, readers: dict | None = None):
     readers = readers or {}
 
     def read(batches):
         for batch in batches:
             for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-                yield from _file_batches(index, path, max_line_bytes, readers.get(index))
+                yield from _file_batches(index, path, fmt, readers.get(index))
 
     return read
 
 
-def _file_batches(index: int, path: str, max_line_bytes: int, reader=None):
+def _file_batches(index: int, path: str, fmt: RecordFormat, reader=None):
     import pyarrow as pa
 
     columns: list[list] = [[], [], [], [], []]
     size = 0
-    for record in iter_lines(path, max_line_bytes, reader):
+    for record in iter_records(path, fmt, reader):
         for column, value in zip(columns, record, strict=True):
             column.append(value)
         size += len(record[1]) + len(record[2] or b"")

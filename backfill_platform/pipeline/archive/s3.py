@@ -3,7 +3,7 @@
 The driver lists through dagster-aws (`dagster_aws.s3.S3Resource`): one paginated `ListObjectsV2` per
 ingestion hour, on that hour's prefix (`prefix/` + the hour's layout + `/`), never the whole bucket.
 Spark here has no S3 filesystem, so the Spark tasks fetch the objects themselves (`open_object`, boto3)
-and hand the bytes to the same `iter_lines` as local files: line numbers, defects, gzip sniffing and the
+and hand the bytes to the same `iter_records` as local files: record numbers, defects, gzip sniffing and the
 accounting are identical. A task gets the endpoint, region and profile the driver listed with
 (`S3ReadConfig`), never credentials: those come from the task's own standard AWS chain (environment
 variables — which local-mode workers inherit from the driver, or `spark.executorEnv.*` —, profile,
@@ -21,11 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from backfill_platform.pipeline.archive.listing import (
     ArchiveFile,
-    ArchiveReadError,
     UnlistedFile,
     hidden,
-    iter_lines,
     unlisted_reason,
+)
+from backfill_platform.pipeline.archive.records import (
+    JSON_LINES,
+    ArchiveReadError,
+    RecordFormat,
+    iter_records,
 )
 
 if TYPE_CHECKING:
@@ -196,9 +200,9 @@ class S3Archive:
         ]
         return sorted(files, key=lambda f: f.name)
 
-    def unlisted_files(self, first_hour: datetime, max_line_bytes: int = 1 << 20) -> list[UnlistedFile]:
+    def unlisted_files(self, first_hour: datetime, fmt: RecordFormat = JSON_LINES) -> list[UnlistedFile]:
         """Objects under the prefix that `list_hour` never returns for an hour from `first_hour` on,
-        each read to count its lines.
+        each read to count its records.
 
         This lists the whole prefix (paginated), so it is bounded: after `max_scan_keys` keys it stops
         and reports one entry saying the rest was not scanned. Root-level hidden objects (`_truth.json`)
@@ -227,7 +231,7 @@ class S3Archive:
                 continue
             uri = f"s3://{self.bucket}/{obj['Key']}"
             with open_object(uri, client=self.client) as stream:
-                lines = sum(1 for _ in iter_lines(stream, max_line_bytes))
+                lines = sum(1 for _ in iter_records(stream, fmt))
             found.append(UnlistedFile(relative, obj["Size"], lines, why))
         return found
 

@@ -20,6 +20,7 @@ from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
+from backfill_platform.pipeline.archive.records import RecordFormat
 from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
@@ -116,7 +117,7 @@ def ingest_window(
     tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
     records = classified = None
     try:
-        lines = read_lines(spark, files, spec.archive.max_line_bytes)
+        lines = read_lines(spark, files, RecordFormat.of(spec.archive))
         # Persisted: classifying compares copies in three branches (per day, and across each midnight),
         # which would otherwise read and parse every file three times.
         records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
@@ -171,7 +172,7 @@ def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
     if scan is None:
         return []
     first_hour = read_window(spec, *day_bounds(spec.first_partition))[0]
-    return scan(first_hour.replace(minute=0, second=0, microsecond=0), spec.archive.max_line_bytes)
+    return scan(first_hour.replace(minute=0, second=0, microsecond=0), RecordFormat.of(spec.archive))
 
 
 def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str, PartitionFigures]:

@@ -44,6 +44,10 @@ METADATA_COLUMNS = ("_schema_version", "_source_file", "_line_number", "_ingesti
 _ISO_DATETIME = r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$"
 # Epoch milliseconds: an integer of at most 15 digits (year < 33658), so that no conversion overflows.
 _EPOCH_MILLIS = r"^\s*-?\d{1,15}\s*$"
+# Epoch microseconds (at most 18 digits) and seconds (a decimal number, its exponent as Jackson writes a
+# double): within a long's range of microseconds.
+_EPOCH_MICROS = r"^\s*-?\d{1,18}\s*$"
+_EPOCH_SECONDS = r"^\s*-?\d{1,12}(\.\d{1,17})?([eE][+-]?\d{1,2})?\s*$"
 _INTEGER = r"^\s*[+-]?\d+\s*$"
 _DATE = r"^\s*\d{4}-\d{2}-\d{2}\s*$"
 
@@ -65,8 +69,18 @@ def _matches(version: SchemaVersion) -> Column:
 
 def _event_time(spec: StreamSpec, version: SchemaVersion) -> Column:
     text = _raw(spec.event_time.field)
-    if spec.time_format(version) == "epoch_millis":
-        return F.when(text.rlike(_EPOCH_MILLIS), F.timestamp_millis(F.trim(text).cast("long")))
+    match spec.time_format(version):
+        case "epoch_millis":
+            return F.when(text.rlike(_EPOCH_MILLIS), F.timestamp_millis(F.trim(text).cast("long")))
+        case "epoch_micros":
+            return F.when(text.rlike(_EPOCH_MICROS), F.timestamp_micros(F.trim(text).cast("long")))
+        case "epoch_seconds":
+            # Exact decimal arithmetic: a double would turn `1700000000.123456` into ...123455. A JSON
+            # number with a fraction reaches here as Jackson's double text (`1.700000000123456E9`), so
+            # an exponent is accepted; a value finer than a microsecond would be rounded: refused.
+            micros = F.trim(text).cast("decimal(38,15)") * F.lit(1_000_000)
+            exact = (micros == F.floor(micros)) & (F.abs(micros) < F.lit(10**18))
+            return F.when(text.rlike(_EPOCH_SECONDS) & exact, F.timestamp_micros(micros.cast("long")))
     return F.when(text.rlike(_ISO_DATETIME), F.trim(text).cast(TimestampType()))
 
 
