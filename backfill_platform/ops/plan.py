@@ -57,6 +57,7 @@ class DayPlan:
     lines: int
     missing_hours: list[datetime]
     settles_at: datetime
+    offset_gaps: list[str] = field(default_factory=list)  # Kafka Connect archives: missing offsets
     production: dict[str, Row | None] = field(default_factory=dict)  # dataset -> its ledger row
 
     @property
@@ -137,7 +138,9 @@ def build_plan(
         if not intact:
             unreadable.append(f.name)
         on_file(f, total)
-    status = completeness(stream, files, [d.isoformat() for d in days], settings.now())
+    # What each file holds of its Kafka offsets: its records, the damage record of an unreadable one not.
+    held = {f.name: counted[f.path] - (f.name in unreadable) for f in files}
+    status = completeness(stream, files, [d.isoformat() for d in days], settings.now(), held)
     catalog = open_catalog()
     production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
     plans = []
@@ -154,6 +157,7 @@ def build_plan(
                 lines=sum(counted[f.path] for f in window_files),
                 missing_hours=status[day.isoformat()].missing_hours,
                 settles_at=status[day.isoformat()].horizon,
+                offset_gaps=status[day.isoformat()].gaps,
                 production={name: rows.get(day) for name, rows in production.items()},
             )
         )
@@ -183,6 +187,8 @@ def plan_table(plan: Plan) -> Table:
     for p in plan.days:
         window = f"{p.window[0]:%m-%d %H:%M} → {p.window[1]:%m-%d %H:%M}"
         missing = f"[red]{format_hours(p.missing_hours)}" if p.missing_hours else "none"
+        if p.offset_gaps:
+            missing = f"[red]{len(p.offset_gaps)} offset gap(s)"
         table.add_row(
             p.day.isoformat(), window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
             *(production_label(p.production[d.name]) for d in plan.datasets),
@@ -213,6 +219,12 @@ def plan_summary(plan: Plan) -> list[str]:
         lines.append(
             f"[red]{len(holes)} day(s) have missing ingestion hours and would fail their `settled` check: "
             + ", ".join(p.day.isoformat() for p in holes)
+        )
+    gapped = [p for p in plan.days if p.offset_gaps]
+    if gapped:
+        lines.append(
+            f"[red]{len(gapped)} day(s) have missing Kafka offsets and would fail their `settled` check: "
+            + "; ".join(f"{p.day}: {p.offset_gaps[0]}" for p in gapped)
         )
     unsettled = [p for p in plan.days if p.settles_at > settings.now()]
     if unsettled:

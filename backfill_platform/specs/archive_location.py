@@ -21,6 +21,21 @@ from backfill_platform.specs.common import SpecModel
 ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
 
 
+class KafkaConnectSpec(SpecModel):
+    """Files written by Kafka Connect's S3 sink, named `<topic>+<partition>+<startOffset>.<ext>`."""
+
+    topic: str | None = Field(
+        default=None, description="The topic every file name must carry (default: whichever it names)."
+    )
+    offsets_have_gaps: bool = Field(
+        default=False,
+        description=(
+            "The topic's offsets legitimately skip (a compacted or transactional topic): completeness is "
+            "then proven by ingestion hours, as for other archives, instead of by contiguous offsets."
+        ),
+    )
+
+
 class ArchiveSpec(SpecModel):
     location: str = Field(
         description=(
@@ -49,6 +64,15 @@ class ArchiveSpec(SpecModel):
         description=(
             "Let `location` resolve outside the data directory and the folders of "
             f"{ARCHIVE_ROOTS_ENV} (otherwise such a location, e.g. `../../etc` or `/etc`, is refused)."
+        ),
+    )
+    kafka_connect: KafkaConnectSpec | None = Field(
+        default=None,
+        description=(
+            "The files are Kafka Connect S3 sink files (`layout` then matches its time folders, e.g. "
+            "`year=%Y/month=%m/day=%d/hour=%H`): the events keep `_kafka_partition` and `_kafka_offset`, "
+            "and a day settles only when, per Kafka partition, the offsets of its read window's files are "
+            "contiguous (a start offset plus the file's record count is the next file's start)."
         ),
     )
     max_line_bytes: int = Field(

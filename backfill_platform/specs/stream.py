@@ -273,6 +273,10 @@ EVENTS_METADATA_COLUMNS = [
 ]
 
 
+# Where each event sits in Kafka, for archives written by Kafka Connect (`archive.kafka_connect`).
+KAFKA_COLUMNS = [("_kafka_partition", "int"), ("_kafka_offset", "bigint")]
+
+
 def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
     """(name, Spark SQL type) of the stream's events table, in table order.
 
@@ -280,4 +284,5 @@ def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
     session exists; the events ingestion creates and checks the table from the same list.
     """
     payload = [(name, FIELD_TYPES[kind]) for name, kind in spec.latest.fields.items()]
-    return [("event_id", "string"), ("event_time", "timestamp"), *payload, *EVENTS_METADATA_COLUMNS]
+    kafka = KAFKA_COLUMNS if spec.archive.kafka_connect is not None else []
+    return [("event_id", "string"), ("event_time", "timestamp"), *payload, *EVENTS_METADATA_COLUMNS, *kafka]

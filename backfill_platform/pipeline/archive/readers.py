@@ -10,12 +10,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from backfill_platform.pipeline.archive.kafka_connect import kafka_file
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
 
 LINES_SCHEMA = (
     "_source_file string, _line_number bigint, _ingestion_time timestamp, line string, _raw binary, "
-    "_defect string, _defect_detail string"
+    "_defect string, _defect_detail string, _kafka_partition int, _kafka_offset bigint"
 )
 _READ_SCHEMA = (
     "_file int, _line_number bigint, line string, _raw binary, _defect string, _defect_detail string"
@@ -24,7 +25,9 @@ _BATCH_ROWS = 4096
 _BATCH_BYTES = 16 << 20
 
 
-def read_lines(spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat = JSON_LINES) -> DataFrame:
+def read_lines(
+    spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat = JSON_LINES, kafka_offsets: bool = False
+) -> DataFrame:
     """One row per record of each file, with the file's name, the 1-based record number (`_line_number`:
     the line of a `jsonl` file, the object or row of other formats) and the ingestion hour.
 
@@ -34,20 +37,32 @@ def read_lines(spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat 
     file named `.jsonl` or a plain one named `.gz` are both read); a truncated or corrupt gzip file
     yields its intact lines and one `unreadable_file` record instead of failing the run; a line that is
     not UTF-8 is kept with its exact bytes (`_raw`) instead of being altered. `_defect` names what the
-    reader found wrong with a line (its quarantine reason), or is null.
+    reader found wrong with a line (its quarantine reason), or is null. With `kafka_offsets`, the files
+    are Kafka Connect's (`archive.kafka_connect`): each record gets its Kafka partition and offset.
     """
     if not files:
         return spark.createDataFrame([], LINES_SCHEMA)
+    kafka = {i: kafka_file(f.name) for i, f in enumerate(files)} if kafka_offsets else {}
     manifest = spark.createDataFrame(
-        [(i, f.name, f.ingestion_hour) for i, f in enumerate(files)],
-        "_file int, _source_file string, _ingestion_time timestamp",
+        [
+            (
+                i,
+                f.name,
+                f.ingestion_hour,
+                *((k.partition, k.start_offset) if (k := kafka.get(i)) else (None, None)),
+            )
+            for i, f in enumerate(files)
+        ],
+        "_file int, _source_file string, _ingestion_time timestamp, _kafka_partition int, _kafka_start bigint",
     )
     paths = spark.sparkContext.parallelize(
         [(i, f.path) for i, f in enumerate(files)], min(len(files), 4 * spark.sparkContext.defaultParallelism)
     ).toDF("_file int, _path string")
     readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
     lines = paths.mapInArrow(_arrow_reader(fmt, readers), _READ_SCHEMA)
-    return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA))
+    # A Kafka Connect file holds its partition's records contiguously from its start offset on.
+    offset = (F.col("_kafka_start") + F.col("_line_number") - 1).alias("_kafka_offset")
+    return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA)[:-1], offset)
 
 
 def _arrow_reader(fmt: RecordFormat, readers: dict | None = None):

@@ -104,7 +104,10 @@ def build_events_asset(
             *quarantine_ratio_check(spec, result),
             *schema_check(spec, written, days, nulls),
             *records_present_check(spec, result),
-            *settled_check(spec, completeness(spec, result.files, result.partitions, settings.now())),
+            *settled_check(
+                spec,
+                completeness(spec, result.files, result.partitions, settings.now(), result.file_records),
+            ),
         ]
         provisional = [v.day for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
         # Shadows of later runs only build on days whose events passed these checks, and only while the

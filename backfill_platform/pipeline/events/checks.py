@@ -30,7 +30,10 @@ CHECK_DESCRIPTIONS = {
     QUARANTINE_RATIO: "quarantined / read within the spec's ratio, or at most its per-day count, per day",
     SCHEMA: "pandera model of the events: types, and id, time and ingestion metadata never null",
     RECORDS_PRESENT: "the day has archive records (unless the spec allows empty days)",
-    SETTLED: "the day's lateness horizon passed and no ingestion hour of its read window is missing",
+    SETTLED: (
+        "the day's lateness horizon passed and no ingestion hour of its read window is missing (Kafka "
+        "Connect archives: no offset of its read window is)"
+    ),
 }
 
 
@@ -126,11 +129,14 @@ def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[Da
     """
     verdicts = []
     for day, status in sorted(days.items()):
-        provisional = not status.settled and spec.provisional_promotion and not status.missing_hours
+        provisional = (
+            not status.settled and spec.provisional_promotion and not status.missing_hours and not status.gaps
+        )
         metadata = {
             "settles_at": status.horizon.strftime("%Y-%m-%d %H:%M UTC"),
             "provisional": provisional,
             "missing_hours": MetadataValue.text(format_hours(status.missing_hours) or "none"),
+            "offset_gaps": MetadataValue.text("; ".join(status.gaps) or "none"),
             "hours_still_to_come": len(status.pending_hours),
             "problem": MetadataValue.text(status.problem() or "none"),
         }

@@ -6,6 +6,9 @@ then compares an incomplete day with itself: every check passes and an undercoun
 validated. A missing ingestion hour inside the read window is the same undercount, caused by a lost or
 delayed delivery. A day is **settled** when neither is the case; only settled days are validated as
 final (a spec may allow *provisional* promotion of days whose horizon has not passed yet).
+
+An archive written by Kafka Connect proves more than hours can: per Kafka partition its files' offsets
+must be contiguous (`archive.kafka_connect`), so a quiet hour is no problem and a lost file always is.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
+from backfill_platform.pipeline.archive.kafka_connect import offset_problems
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import HOUR, day_bounds, midnight
@@ -29,10 +33,11 @@ class DayCompleteness:
     horizon_passed: bool
     missing_hours: list[datetime] = field(default_factory=list)  # due, but no archive file
     pending_hours: list[datetime] = field(default_factory=list)  # not due yet
+    gaps: list[str] = field(default_factory=list)  # missing Kafka offsets, each naming its files
 
     @property
     def settled(self) -> bool:
-        return self.horizon_passed and not self.missing_hours
+        return self.horizon_passed and not self.missing_hours and not self.gaps
 
     def problem(self) -> str | None:
         """Why the day is not settled, naming the hours; None when it is."""
@@ -44,6 +49,7 @@ class DayCompleteness:
             )
         if self.missing_hours:
             parts.append(f"no archive file for ingestion hours {format_hours(self.missing_hours)}")
+        parts.extend(self.gaps)
         return "; ".join(parts) or None
 
 
@@ -58,22 +64,45 @@ def required_hours(spec: StreamSpec, day: date) -> list[datetime]:
     return [h for h in hours(*read_window(spec, *day_bounds(day))) if h >= stream_start]
 
 
+def proves_by_offsets(spec: StreamSpec) -> bool:
+    """Whether the stream's days are proven complete by contiguous Kafka offsets instead of by hours."""
+    kafka = spec.archive.kafka_connect
+    return kafka is not None and not kafka.offsets_have_gaps
+
+
 def completeness(
-    spec: StreamSpec, files: Iterable[ArchiveFile], days: Iterable[str], now: datetime
+    spec: StreamSpec,
+    files: Iterable[ArchiveFile],
+    days: Iterable[str],
+    now: datetime,
+    file_records: dict[str, int] | None = None,
 ) -> dict[str, DayCompleteness]:
-    """Each day's completeness, given the archive files listed for its read window."""
+    """Each day's completeness, given the archive files listed for its read window.
+
+    Where offsets prove it (`proves_by_offsets`), `file_records` holds each file's record count and a
+    day's hours may be empty; its read window's files must hold contiguous offsets instead.
+    """
+    files = list(files)
     present = {_utc(f.ingestion_hour) for f in files}
+    by_offsets = proves_by_offsets(spec)
     result = {}
     for day in days:
         needed = required_hours(spec, date.fromisoformat(day))
         due = [h for h in needed if h + HOUR <= now]
         horizon = day_horizon(spec, date.fromisoformat(day))
+        gaps = []
+        if by_offsets:
+            window = set(hours(*read_window(spec, *day_bounds(date.fromisoformat(day)))))
+            names = [f.name for f in files if _utc(f.ingestion_hour) in window]
+            gaps = offset_problems(names, file_records or {}, spec.archive.kafka_connect.topic)
+        hours_matter = not (spec.allow_empty_hours or by_offsets)
         result[day] = DayCompleteness(
             day=day,
             horizon=horizon,
             horizon_passed=horizon <= now,
-            missing_hours=[] if spec.allow_empty_hours else [h for h in due if h not in present],
+            missing_hours=[h for h in due if h not in present] if hours_matter else [],
             pending_hours=[h for h in needed if h + HOUR > now],
+            gaps=gaps,
         )
     return result
 

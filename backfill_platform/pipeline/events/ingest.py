@@ -21,6 +21,7 @@ from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, repl
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.records import RecordFormat
+from backfill_platform.pipeline.events.completeness import proves_by_offsets
 from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
@@ -56,6 +57,8 @@ class IngestResult:
     # Files below the archive root that no window ever reads (outside the hour layout, hidden, or in an
     # hour before the stream's first read window), with their line counts: reported, not dropped.
     unlisted: list[UnlistedFile] = field(default_factory=list)
+    # Records read per file (name), where completeness is proven by Kafka offsets; else empty.
+    file_records: dict[str, int] = field(default_factory=dict)
 
     @property
     def bytes(self) -> int:
@@ -117,12 +120,13 @@ def ingest_window(
     tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
     records = classified = None
     try:
-        lines = read_lines(spark, files, RecordFormat.of(spec.archive))
+        lines = read_lines(spark, files, RecordFormat.of(spec.archive), kafka_offsets=proves_by_offsets(spec))
         # Persisted: classifying compares copies in three branches (per day, and across each midnight),
         # which would otherwise read and parse every file three times.
         records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
         classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
         partitions = _figures(classified, start, end)
+        file_records = _records_per_file(records) if proves_by_offsets(spec) else {}
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
         tables_ready.result()
@@ -163,7 +167,20 @@ def ingest_window(
         events_snapshot_id=events_snapshot,
         quarantine_snapshot_id=quarantine_snapshot,
         unlisted=unlisted_files(spec, archive),
+        file_records=file_records,
     )
+
+
+def _records_per_file(records: DataFrame) -> dict[str, int]:
+    """Records read per file, the damage record of a file that could not be read to its end excepted:
+    what the file holds of its Kafka offsets (a damaged file thus shows as missing offsets after it)."""
+    rows = (
+        records.where(F.coalesce(F.col("_reason") != "unreadable_file", F.lit(True)))
+        .groupBy("_source_file")
+        .count()
+        .collect()
+    )
+    return {row["_source_file"]: row["count"] for row in rows}
 
 
 def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:

@@ -18,7 +18,7 @@ from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.durations import DAY, HOUR, midnight
-from backfill_platform.specs.stream import SchemaVersion, StreamSpec
+from backfill_platform.specs.stream import KAFKA_COLUMNS, SchemaVersion, StreamSpec
 from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
 
 CORRUPT = "_corrupt_record"
@@ -40,6 +40,7 @@ REASONS = (
     "conflicting_duplicate",
 )
 METADATA_COLUMNS = ("_schema_version", "_source_file", "_line_number", "_ingestion_time")
+KAFKA_METADATA = tuple(name for name, _ in KAFKA_COLUMNS)  # null unless the archive is Kafka Connect's
 # An ISO 8601 date *and* time (a date alone, or a bare year, is not an event time), optional offset.
 _ISO_DATETIME = r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$"
 # Epoch milliseconds: an integer of at most 15 digits (year < 33658), so that no conversion overflows.
@@ -269,6 +270,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             "_defect",
             "_defect_detail",
             *METADATA_COLUMNS,
+            *KAFKA_METADATA,
             event_id.alias("event_id"),
             event_time.alias("event_time"),
             invalid_field.alias("_invalid_field"),
