@@ -94,7 +94,7 @@ def test_a_complete_kafka_connect_archive_settles_though_hours_are_empty(
     assert result.success
     settled = settled_by_day(result)
     assert all(c.passed for c in settled.values()) and len(settled) == 2
-    assert settled[START.isoformat()].metadata["offset_gaps"].value == "none"
+    assert settled[START.isoformat()].metadata["gaps"].value == "none"
     # The hour rule would have failed: the window has hours without any file.
     hours = {f.split("/hour=")[0] + "/hour=" + f.split("/hour=")[1][:2] for f, *_ in truth.files}
     low, high = read_window(spec, *day_bounds(START))
@@ -129,7 +129,7 @@ def test_a_missing_file_is_refused_as_unsettled_naming_partition_and_offsets(
     settled = settled_by_day(result)
     assert not settled[START.isoformat()].passed and settled[D2.isoformat()].passed
     assert settled[START.isoformat()].metadata["problem"].value == expected
-    assert settled[START.isoformat()].metadata["offset_gaps"].value == expected
+    assert settled[START.isoformat()].metadata["gaps"].value == expected
 
 
 def test_kafka_connect_parquet_from_s3(spark, spark_resource, data_dir, moto: MotoServer):

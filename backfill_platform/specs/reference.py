@@ -16,15 +16,23 @@ END = "<!-- /spec-reference -->"
 
 
 def markdown_reference() -> str:
-    from backfill_platform.specs.archive_location import ArchiveSpec
+    from backfill_platform.specs.archive_location import ArchiveSpec, KafkaConnectSpec
     from backfill_platform.specs.dataset import DatasetSpec, EventsAggregate, ReconciliationRule, VersionSpec
-    from backfill_platform.specs.stream import EventTimeSpec, SchemaVersion, StreamSpec, VersionMatch
+    from backfill_platform.specs.stream import (
+        EventTimeSpec,
+        SchemaVersion,
+        SequenceSpec,
+        StreamSpec,
+        VersionMatch,
+    )
     from backfill_platform.specs.upcasts import UPCAST_STEPS
 
     sections = [
         ("Stream", [StreamSpec], ""),
         ("Stream `archive`", [ArchiveSpec], "archive."),
+        ("Stream `archive.kafka_connect`", [KafkaConnectSpec], "archive.kafka_connect."),
         ("Stream `event_time`", [EventTimeSpec], "event_time."),
+        ("Stream `sequence`", [SequenceSpec], "sequence."),
         ("Stream `schema_versions[]`", [SchemaVersion], "schema_versions[]."),
         ("Stream `schema_versions[].match`", [VersionMatch], "match."),
         (

@@ -61,6 +61,13 @@ class VersionMatch(SpecModel):
         return self
 
 
+class SequenceSpec(SpecModel):
+    """Sequence numbers each producer writes into its records (seed 004): 1, 2, 3, ... per key."""
+
+    key: Identifier = Field(description="Raw field naming the producer (e.g. `producer_id`).")
+    field: Identifier = Field(description="Raw field holding the producer's sequence number (an integer).")
+
+
 class SchemaVersion(SpecModel):
     version: int = Field(
         ge=1, description="Version number; the highest is the latest, which the events table has."
@@ -118,6 +125,14 @@ class StreamSpec(SpecModel):
         description=(
             "An ingestion hour without any archive file is normal (a low-volume stream). Otherwise a "
             "missing hour in a day's read window keeps the day unsettled: it fails the `settled` check."
+        ),
+    )
+    sequence: SequenceSpec | None = Field(
+        default=None,
+        description=(
+            "Per-producer sequence numbers in the payload prove completeness: a day settles only when "
+            "each producer's numbers over its read window have no hole (the check names the missing "
+            "ranges). A producer's first and last numbers in a window need not follow other days'."
         ),
     )
     provisional_promotion: bool = Field(
@@ -258,6 +273,8 @@ class StreamSpec(SpecModel):
     def source_fields(self) -> list[str]:
         """Every raw field any version reads or matches on, so one parse serves every version."""
         names = {self.event_id_field, self.event_time.field}
+        if self.sequence is not None:
+            names.update((self.sequence.key, self.sequence.field))
         for version in self.schema_versions:
             names.update(version.fields)
             names.add(version.match.field)

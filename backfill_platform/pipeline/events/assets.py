@@ -106,7 +106,14 @@ def build_events_asset(
             *records_present_check(spec, result),
             *settled_check(
                 spec,
-                completeness(spec, result.files, result.partitions, settings.now(), result.file_records),
+                completeness(
+                    spec,
+                    result.files,
+                    result.partitions,
+                    settings.now(),
+                    result.file_records,
+                    result.sequence_gaps,
+                ),
             ),
         ]
         provisional = [v.day for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]

@@ -136,7 +136,7 @@ def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[Da
             "settles_at": status.horizon.strftime("%Y-%m-%d %H:%M UTC"),
             "provisional": provisional,
             "missing_hours": MetadataValue.text(format_hours(status.missing_hours) or "none"),
-            "offset_gaps": MetadataValue.text("; ".join(status.gaps) or "none"),
+            "gaps": MetadataValue.text("; ".join(status.gaps) or "none"),
             "hours_still_to_come": len(status.pending_hours),
             "problem": MetadataValue.text(status.problem() or "none"),
         }

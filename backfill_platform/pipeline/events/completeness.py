@@ -76,11 +76,14 @@ def completeness(
     days: Iterable[str],
     now: datetime,
     file_records: dict[str, int] | None = None,
+    sequence_gaps: dict[str, list[str]] | None = None,
 ) -> dict[str, DayCompleteness]:
     """Each day's completeness, given the archive files listed for its read window.
 
     Where offsets prove it (`proves_by_offsets`), `file_records` holds each file's record count and a
-    day's hours may be empty; its read window's files must hold contiguous offsets instead.
+    day's hours may be empty; its read window's files must hold contiguous offsets instead. Where the
+    producers number their records (`sequence`), `sequence_gaps` holds each day's holes (`sequences.py`)
+    and hours may be empty too.
     """
     files = list(files)
     present = {_utc(f.ingestion_hour) for f in files}
@@ -95,7 +98,8 @@ def completeness(
             window = set(hours(*read_window(spec, *day_bounds(date.fromisoformat(day)))))
             names = [f.name for f in files if _utc(f.ingestion_hour) in window]
             gaps = offset_problems(names, file_records or {}, spec.archive.kafka_connect.topic)
-        hours_matter = not (spec.allow_empty_hours or by_offsets)
+        gaps += (sequence_gaps or {}).get(day, [])
+        hours_matter = not (spec.allow_empty_hours or by_offsets or spec.sequence is not None)
         result[day] = DayCompleteness(
             day=day,
             horizon=horizon,

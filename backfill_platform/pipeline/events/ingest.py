@@ -23,6 +23,7 @@ from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.records import RecordFormat
 from backfill_platform.pipeline.events.completeness import proves_by_offsets
 from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records
+from backfill_platform.pipeline.events.sequences import sequence_gaps
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.durations import day_bounds
@@ -59,6 +60,8 @@ class IngestResult:
     unlisted: list[UnlistedFile] = field(default_factory=list)
     # Records read per file (name), where completeness is proven by Kafka offsets; else empty.
     file_records: dict[str, int] = field(default_factory=dict)
+    # Per day, the producers' missing sequence ranges, where the stream declares `sequence`; else empty.
+    sequence_gaps: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def bytes(self) -> int:
@@ -127,6 +130,7 @@ def ingest_window(
         classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
         partitions = _figures(classified, start, end)
         file_records = _records_per_file(records) if proves_by_offsets(spec) else {}
+        gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
         tables_ready.result()
@@ -168,6 +172,7 @@ def ingest_window(
         quarantine_snapshot_id=quarantine_snapshot,
         unlisted=unlisted_files(spec, archive),
         file_records=file_records,
+        sequence_gaps=gaps,
     )
 
 

@@ -263,8 +263,22 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             F.col("event_time").cast("string"),
         )
     )
+    # Per-producer sequence numbers (`sequence`): kept whatever the record's fate, since a quarantined
+    # record still used its number; a value that is not an integer proves nothing and is left null.
+    sequence = spec.sequence
+    sequence_columns = (
+        [
+            F.trim(_raw(sequence.key)).alias("_sequence_key"),
+            F.when(_raw(sequence.field).rlike(_INTEGER), F.trim(_raw(sequence.field)).cast("long")).alias(
+                "_sequence"
+            ),
+        ]
+        if sequence is not None
+        else []
+    )
     return (
         parsed.select(
+            *sequence_columns,
             "line",
             "_raw",
             "_defect",

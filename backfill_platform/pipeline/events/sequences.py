@@ -1,0 +1,77 @@
+"""Completeness proven by the producers' own sequence numbers (seed 004), per day's read window.
+
+A stream that declares `sequence: {key, field}` has each producer number its records 1, 2, 3, ...; a
+hole in a producer's numbers within what a day reads is a record that never reached the archive,
+whichever hour it would have been in. A day's verdict depends on its own read window only (never on the
+range a run covers): the numbers seen in the ingestion hours the day reads, each producer's first and
+last there free to continue other days'.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import date
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.specs.durations import day_bounds
+from backfill_platform.specs.stream import StreamSpec
+
+MAX_NAMED = 5  # missing ranges named per day; the count says how many there are in all
+
+
+def sequence_gaps(
+    spark: SparkSession, records: DataFrame, spec: StreamSpec, days: list[str]
+) -> dict[str, list[str]]:
+    """For each day, its producers' missing sequence ranges as problems, e.g.
+    `sequence of producer_id p7: 1201-1249 missing (between files A and B)`; an empty list when none.
+
+    `records` are the parsed records of the run's files (`parse.parse_records`, with `_sequence_key` and
+    `_sequence`); each is judged in the windows of every day that reads its ingestion hour.
+    """
+    windows = spark.createDataFrame(
+        [(day, *read_window(spec, *day_bounds(date.fromisoformat(day)))) for day in days],
+        "_day string, _low timestamp, _high timestamp",
+    )
+    numbered = records.where(F.col("_sequence_key").isNotNull() & F.col("_sequence").isNotNull())
+    seen = (
+        numbered.join(
+            F.broadcast(windows),
+            (F.col("_ingestion_time") >= F.col("_low")) & (F.col("_ingestion_time") < F.col("_high")),
+        )
+        .groupBy("_day", "_sequence_key", "_sequence")
+        .agg(F.min("_source_file").alias("_file"))  # a number delivered twice: either copy shows it
+    )
+    order = Window.partitionBy("_day", "_sequence_key").orderBy("_sequence")
+    holes = (
+        seen.withColumn("_previous", F.lag("_sequence").over(order))
+        .withColumn("_previous_file", F.lag("_file").over(order))
+        .where(F.col("_sequence") - F.col("_previous") > 1)
+    )
+    counted = holes.groupBy("_day").count().collect()
+    named = (
+        holes.withColumn(
+            "_rank", F.row_number().over(Window.partitionBy("_day").orderBy("_sequence_key", "_sequence"))
+        )
+        .where(F.col("_rank") <= MAX_NAMED)
+        .orderBy("_day", "_rank")
+        .collect()
+    )
+    problems: dict[str, list[str]] = defaultdict(list)
+    for row in named:
+        first, last = row["_previous"] + 1, row["_sequence"] - 1
+        span = f"{first}" if first == last else f"{first}-{last}"
+        where = (
+            f"in file {row['_file']}"
+            if row["_file"] == row["_previous_file"]
+            else f"between files {row['_previous_file']} and {row['_file']}"
+        )
+        problems[row["_day"]].append(
+            f"sequence of {spec.sequence.key} {row['_sequence_key']}: {span} missing ({where})"
+        )
+    for row in counted:
+        if row["count"] > MAX_NAMED:
+            problems[row["_day"]].append(f"{row['count'] - MAX_NAMED} more sequence holes")
+    return {day: problems.get(day, []) for day in days}
