@@ -22,6 +22,29 @@ def check_identifier(value: str) -> str:
 
 Identifier = Annotated[str, AfterValidator(check_identifier)]
 
+_FIELD_PATH = re.compile(r"^[a-z][a-z0-9_]{0,62}(\.[a-z][a-z0-9_]{0,62}){0,7}$")
+
+
+def check_field_path(value: str) -> str:
+    """A raw field: an identifier, or a dotted path into nested objects (`context.device.type`)."""
+    if not isinstance(value, str) or not _FIELD_PATH.match(value):
+        raise ValueError(
+            f"{value!r} is not a safe identifier (lower-case letters, digits and '_', starting with a "
+            "letter), nor such identifiers joined by '.' (a nested field: `context.device.type`)"
+        )
+    return value
+
+
+# A field of the raw records; nested fields are dotted paths (`context.device.type`).
+FieldPath = Annotated[str, AfterValidator(check_field_path)]
+
+
+def column_name(path: str) -> str:
+    """The events table's column of a raw field: a nested path flattened with `_`
+    (`context.device.type` -> `context_device_type`); a top-level field keeps its name."""
+    return path.replace(".", "_")
+
+
 _CATALOG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 

@@ -14,7 +14,14 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from backfill_platform.specs.archive_location import ArchiveSpec
-from backfill_platform.specs.common import FIELD_TYPES, FieldType, Identifier, SpecModel
+from backfill_platform.specs.common import (
+    FIELD_TYPES,
+    FieldPath,
+    FieldType,
+    Identifier,
+    SpecModel,
+    column_name,
+)
 from backfill_platform.specs.durations import HOUR, parse_duration
 from backfill_platform.specs.kinesis import KinesisStreamName, check_replay_targets
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
@@ -37,7 +44,7 @@ def _bounded(value: timedelta, name: str, maximum: timedelta) -> timedelta:
 
 
 class EventTimeSpec(SpecModel):
-    field: Identifier = Field(description="Raw field holding the event time.")
+    field: FieldPath = Field(description="Raw field holding the event time.")
     format: TimeFormat = Field(
         default="iso8601",
         description=(
@@ -50,7 +57,7 @@ class EventTimeSpec(SpecModel):
 class VersionMatch(SpecModel):
     """How a record of this version is recognised: by the value of a field, or by its absence."""
 
-    field: Identifier = Field(description="Raw field that tells the versions apart, e.g. `schema_version`.")
+    field: FieldPath = Field(description="Raw field that tells the versions apart, e.g. `schema_version`.")
     equals: str | int | None = Field(default=None, description="This version has this value in `field`.")
     missing: bool = Field(default=False, description="This version has no `field` at all.")
 
@@ -64,8 +71,8 @@ class VersionMatch(SpecModel):
 class SequenceSpec(SpecModel):
     """Sequence numbers each producer writes into its records (seed 004): 1, 2, 3, ... per key."""
 
-    key: Identifier = Field(description="Raw field naming the producer (e.g. `producer_id`).")
-    field: Identifier = Field(description="Raw field holding the producer's sequence number (an integer).")
+    key: FieldPath = Field(description="Raw field naming the producer (e.g. `producer_id`).")
+    field: FieldPath = Field(description="Raw field holding the producer's sequence number (an integer).")
 
 
 class SchemaVersion(SpecModel):
@@ -76,7 +83,12 @@ class SchemaVersion(SpecModel):
     event_time_format: TimeFormat | None = Field(
         default=None, description="Overrides the stream's event-time format for this version."
     )
-    fields: dict[Identifier, FieldType] = Field(description="Payload fields besides event id and time.")
+    fields: dict[FieldPath, FieldType] = Field(
+        description=(
+            "Payload fields besides event id and time. A nested field is its dotted path "
+            "(`context.device.type`), typed like any other and stored flattened (`context_device_type`)."
+        )
+    )
     upcast: list[UpcastStep] = Field(default_factory=list, description="Steps that turn it into the latest.")
 
 
@@ -86,7 +98,7 @@ class StreamSpec(SpecModel):
     description: str = Field(default="", description="Shown in the Dagster UI.")
     owner: str = Field(default="team:data-platform", description="Dagster owner of its assets.")
     archive: ArchiveSpec = Field(description="Where the archive is and how it is laid out.")
-    event_id_field: Identifier = Field(
+    event_id_field: FieldPath = Field(
         description="Raw field holding the event id (one row per id in the events table)."
     )
     event_time: EventTimeSpec = Field(description="Raw field and format of the event time.")
@@ -255,6 +267,28 @@ class StreamSpec(SpecModel):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _fields_have_distinct_columns(self) -> StreamSpec:
+        columns: dict[str, str] = {}
+        for path in self.latest.fields:
+            column = column_name(path)
+            if column in ("event_id", "event_time"):
+                raise ValueError(f"field {path!r} would be stored as column {column!r}, the event id or time")
+            if column in columns:
+                raise ValueError(
+                    f"fields {columns[column]!r} and {path!r} would both be stored as column {column!r}"
+                )
+            columns[column] = path
+        paths = self.source_fields()
+        for path in paths:
+            holder = next((other for other in paths if path.startswith(other + ".")), None)
+            if holder is not None:
+                raise ValueError(
+                    f"field {holder!r} is declared as a value, and {path!r} as a field inside it: a field is "
+                    "either a value or an object holding fields, in every version"
+                )
+        return self
+
     @property
     def latest(self) -> SchemaVersion:
         return self.schema_versions[-1]
@@ -300,6 +334,6 @@ def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
     Pure (no Spark import) because spec loading resolves the dataset expressions against it, before any
     session exists; the events ingestion creates and checks the table from the same list.
     """
-    payload = [(name, FIELD_TYPES[kind]) for name, kind in spec.latest.fields.items()]
+    payload = [(column_name(path), FIELD_TYPES[kind]) for path, kind in spec.latest.fields.items()]
     kafka = KAFKA_COLUMNS if spec.archive.kafka_connect is not None else []
     return [("event_id", "string"), ("event_time", "timestamp"), *payload, *EVENTS_METADATA_COLUMNS, *kafka]

@@ -13,26 +13,28 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
-from backfill_platform.specs.common import FieldType, Identifier, SpecModel
+from backfill_platform.specs.common import FieldPath, FieldType, SpecModel
 
 
 class RenameFields(SpecModel):
     # `from` is a Python keyword: the attribute is `from_`, the YAML key (and the dump) `from`.
     model_config = ConfigDict(serialize_by_alias=True)
 
-    from_: Identifier = Field(alias="from", description="The field as this version names it.")
-    to: Identifier = Field(description="Its name in the latest version.")
+    from_: FieldPath = Field(
+        alias="from", description="The field as this version names it (a path if nested)."
+    )
+    to: FieldPath = Field(description="Its name in the latest version (a path if nested).")
 
 
 class DefaultFields(SpecModel):
-    field: Identifier = Field(description="A field of the latest version that this version lacks.")
+    field: FieldPath = Field(description="A field of the latest version that this version lacks.")
     value: str | bool | int | float | datetime | date | None = Field(
         description="Its value in every record of this version, cast to the latest version's type."
     )
 
 
 class CastFields(SpecModel):
-    field: Identifier = Field(description="A field of this version.")
+    field: FieldPath = Field(description="A field of this version.")
     type: FieldType = Field(description="Its type in the latest version.")
 
 
@@ -49,7 +51,7 @@ class Cast(SpecModel):
 
 
 class Drop(SpecModel):
-    drop: Identifier = Field(description="A field the latest version no longer has.")
+    drop: FieldPath = Field(description="A field the latest version no longer has.")
 
 
 # The step kinds, by their one key: a step is `{rename: {...}}`, `{default: {...}}`, `{cast: {...}}` or

@@ -16,7 +16,7 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
-from backfill_platform.specs.common import FIELD_TYPES
+from backfill_platform.specs.common import FIELD_TYPES, column_name
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.stream import KAFKA_COLUMNS, SchemaVersion, StreamSpec
 from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
@@ -54,13 +54,46 @@ _DATE = r"^\s*\d{4}-\d{2}-\d{2}\s*$"
 
 
 def _raw_schema(spec: StreamSpec) -> StructType:
-    # Every field is read as text: typing happens per version, so a bad value becomes a reason, not a null.
-    fields = [StructField(name, StringType()) for name in spec.source_fields()]
-    return StructType([*fields, StructField(CORRUPT, StringType())])
+    """Every field the spec reads, as text, nested fields inside objects: typing happens per version, so
+    a bad value becomes a reason, not a null. (An object or array where text is declared is read as its
+    JSON text.)"""
+    tree: dict = {}
+    for path in spec.source_fields():
+        node = tree
+        for part in path.split("."):
+            node = node.setdefault(part, {})
+
+    def struct(node: dict) -> StructType:
+        return StructType([StructField(k, struct(v) if v else StringType()) for k, v in sorted(node.items())])
+
+    return StructType([*struct(tree).fields, StructField(CORRUPT, StringType())])
 
 
-def _raw(name: str) -> Column:
-    return F.col("_r").getField(name)
+def _raw(path: str) -> Column:
+    """A raw field: `name`, or a nested `a.b.c` (null when any object on the way is missing)."""
+    column = F.col("_r")
+    for part in path.split("."):
+        column = column.getField(part)
+    return column
+
+
+def _objects_on_paths(spec: StreamSpec) -> list[str]:
+    """The paths that must hold JSON objects: every proper prefix of a declared nested field."""
+    parents = {".".join(p.split(".")[:i]) for p in spec.source_fields() for i in range(1, p.count(".") + 1)}
+    return sorted(parents)
+
+
+def _not_an_object(spec: StreamSpec) -> Column:
+    """The first path that should hold an object but holds another value, or null.
+
+    Spark's parser then flags the record as corrupt although it is valid JSON (it still reads the rest):
+    such a record is an `invalid_field` naming that path, not `malformed_json`.
+    """
+    checks = [
+        F.when(~F.trim(F.get_json_object("line", f"$.{path}")).startswith("{"), F.lit(path))
+        for path in _objects_on_paths(spec)
+    ]
+    return F.coalesce(*checks, F.lit(None).cast("string"))
 
 
 def _matches(version: SchemaVersion) -> Column:
@@ -216,15 +249,25 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             if version is None
             else version.when(rule, candidate.version)
         )
-    corrupt = F.col("_r").isNull() | _raw(CORRUPT).isNotNull() | ~_one_object(F.col("line"))
+    # A valid object whose declared nested object is some other value: read (partly) as a record, its
+    # bad path an invalid field. Only streams with nested fields can meet it.
+    shape = F.when(_raw(CORRUPT).isNotNull() & _one_object(F.col("line")), _not_an_object(spec))
+    parsed = parsed.withColumn("_shape", shape if _objects_on_paths(spec) else F.lit(None).cast("string"))
+    corrupt = (
+        F.col("_r").isNull()
+        | (_raw(CORRUPT).isNotNull() & F.col("_shape").isNull())
+        | ~_one_object(F.col("line"))
+    )
     parsed = parsed.withColumn("_schema_version", F.when(~corrupt, version).cast("int"))
 
     upcasts = {v.version: _upcast(v, spec.latest.fields) for v in spec.schema_versions}
     payload = {
-        name: _by_version(spec, {n: cols[name] for n, (cols, _) in upcasts.items()}).alias(name)
+        name: _by_version(spec, {n: cols[name] for n, (cols, _) in upcasts.items()}).alias(column_name(name))
         for name in spec.latest.fields
     }
-    invalid_field = _by_version(spec, {n: bad for n, (_, bad) in upcasts.items()})
+    invalid_field = F.coalesce(
+        F.col("_shape"), _by_version(spec, {n: bad for n, (_, bad) in upcasts.items()})
+    )
     event_time = _by_version(spec, {v.version: _event_time(spec, v) for v in spec.schema_versions})
     event_id = F.trim(_raw(spec.event_id_field))
 
@@ -290,6 +333,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             invalid_field.alias("_invalid_field"),
             *payload.values(),
             "_r",
+            "_shape",
         )
         .withColumn("_reason", reason)
         .withColumn("_detail", detail)
@@ -300,7 +344,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
                 F.lit(first),
             ),
         )
-        .drop("_r", "_defect", "_defect_detail")
+        .drop("_r", "_shape", "_defect", "_defect_detail")
     )
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE
+from backfill_platform.specs.common import column_name
 from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 
@@ -75,9 +76,10 @@ class EventSource:
                 "was taken on, no longer exists (expired?): start this replay over with a new checkpoint"
             )
         self.snapshot_id = snapshot_id
-        # The latest schema's fields, under the stream's own field names (as the live stream has them).
-        self.payload = list(spec.latest.fields)
-        self.columns = ("event_id", "event_time", *self.payload)
+        # The latest schema's fields, under the stream's own field names (as the live stream has them):
+        # raw field path -> its events column (a nested path is stored flattened).
+        self.payload = {path: column_name(path) for path in spec.latest.fields}
+        self.columns = ("event_id", "event_time", *self.payload.values())
 
     def _scan(self, low: datetime, high: datetime):
         from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
@@ -123,7 +125,18 @@ class EventSource:
 
     def event(self, row: dict[str, Any]) -> Event:
         spec = self.spec
-        body = {spec.event_id_field: row["event_id"], spec.event_time.field: iso_utc(row["event_time"])}
-        body.update((name, _json_value(row[name])) for name in self.payload)
+        body: dict[str, Any] = {}
+        _put(body, spec.event_id_field, row["event_id"])
+        _put(body, spec.event_time.field, iso_utc(row["event_time"]))
+        for path, column in self.payload.items():
+            _put(body, path, _json_value(row[column]))
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         return Event(event_id=row["event_id"], event_time=row["event_time"], data=data)
+
+
+def _put(body: dict[str, Any], path: str, value: Any) -> None:
+    """Set `value` at a field path of a JSON object, nested objects made on the way (`a.b.c`)."""
+    *parents, name = path.split(".")
+    for part in parents:
+        body = body.setdefault(part, {})
+    body[name] = value
