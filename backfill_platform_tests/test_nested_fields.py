@@ -155,6 +155,17 @@ def test_a_nested_field_of_the_wrong_shape_is_an_invalid_field(tmp_path, spark):
         {**base, "event_id": "string_device", "context": {"device": "tv", "geo": {"country": "BR"}}},
         {**base, "event_id": "no_context"},
         {**base, "event_id": "number_as_text", "context": {"device": {"type": 7}}},
+        # Version 1 declares nothing inside `context`: a `context` of its own is none of its fields.
+        {
+            "event_id": "v1_own_context",
+            "event_time": f"{hour + timedelta(minutes=7):%Y-%m-%dT%H:%M:%SZ}",
+            "user_id": "u",
+            "title_id": "t",
+            "event_type": "start",
+            "position_sec": 3,
+            "device": "tv",
+            "context": "legacy",
+        },
     ]
     folder = tmp_path / "archive" / hour.strftime(spec.archive.layout)
     folder.mkdir(parents=True)
@@ -163,7 +174,8 @@ def test_a_nested_field_of_the_wrong_shape_is_an_invalid_field(tmp_path, spark):
     )
     ingest_window(spark, spec, archive_for(spec), midnight(START), midnight(START) + timedelta(days=1))
     rows = {r["event_id"]: r for r in spark.table(events_table(spark, spec)).collect()}
-    assert set(rows) == {"ok", "no_context", "number_as_text"}
+    assert set(rows) == {"ok", "no_context", "number_as_text", "v1_own_context"}
+    assert rows["v1_own_context"]["context_device_type"] == "tv"
     assert (rows["ok"]["context_device_type"], rows["ok"]["context_geo_country"]) == ("tv", "BR")
     assert rows["no_context"]["context_device_type"] is None
     assert rows["number_as_text"]["context_device_type"] == "7"  # a string field keeps the JSON text

@@ -77,23 +77,26 @@ def _raw(path: str) -> Column:
     return column
 
 
-def _objects_on_paths(spec: StreamSpec) -> list[str]:
-    """The paths that must hold JSON objects: every proper prefix of a declared nested field."""
-    parents = {".".join(p.split(".")[:i]) for p in spec.source_fields() for i in range(1, p.count(".") + 1)}
-    return sorted(parents)
+def _objects_on_paths(paths: list[str]) -> list[str]:
+    """The paths that must hold JSON objects: every proper prefix of a nested field of `paths`."""
+    return sorted({".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)})
 
 
-def _not_an_object(spec: StreamSpec) -> Column:
-    """The first path that should hold an object but holds another value, or null.
+def _not_an_object(paths: list[str]) -> Column:
+    """The first path that should hold an object for a field of `paths` but holds another value, or null.
 
     Spark's parser then flags the record as corrupt although it is valid JSON (it still reads the rest):
     such a record is an `invalid_field` naming that path, not `malformed_json`.
     """
     checks = [
         F.when(~F.trim(F.get_json_object("line", f"$.{path}")).startswith("{"), F.lit(path))
-        for path in _objects_on_paths(spec)
+        for path in _objects_on_paths(paths)
     ]
     return F.coalesce(*checks, F.lit(None).cast("string"))
+
+
+def _version_paths(spec: StreamSpec, version: SchemaVersion) -> list[str]:
+    return [spec.event_id_field, spec.event_time.field, version.match.field, *version.fields]
 
 
 def _matches(version: SchemaVersion) -> Column:
@@ -249,25 +252,25 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             if version is None
             else version.when(rule, candidate.version)
         )
-    # A valid object whose declared nested object is some other value: read (partly) as a record, its
-    # bad path an invalid field. Only streams with nested fields can meet it.
-    shape = F.when(_raw(CORRUPT).isNotNull() & _one_object(F.col("line")), _not_an_object(spec))
-    parsed = parsed.withColumn("_shape", shape if _objects_on_paths(spec) else F.lit(None).cast("string"))
-    corrupt = (
-        F.col("_r").isNull()
-        | (_raw(CORRUPT).isNotNull() & F.col("_shape").isNull())
-        | ~_one_object(F.col("line"))
-    )
+    # Spark flags a valid object as corrupt (still reading the rest) when a path declared to hold an
+    # object holds another value: that record is read, and the path is an invalid field of the versions
+    # declaring a field inside it. Only streams with nested fields can meet it.
+    shape_only = _raw(CORRUPT).isNotNull() & F.lit(bool(_objects_on_paths(spec.source_fields())))
+    shape_only = shape_only & F.col("_valid") & _not_an_object(spec.source_fields()).isNotNull()
+    parsed = parsed.withColumn("_valid", _one_object(F.col("line")))
+    corrupt = F.col("_r").isNull() | (_raw(CORRUPT).isNotNull() & ~shape_only) | ~F.col("_valid")
     parsed = parsed.withColumn("_schema_version", F.when(~corrupt, version).cast("int"))
+    shape = {
+        v.version: F.when(_raw(CORRUPT).isNotNull(), _not_an_object(_version_paths(spec, v)))
+        for v in spec.schema_versions
+    }
 
     upcasts = {v.version: _upcast(v, spec.latest.fields) for v in spec.schema_versions}
     payload = {
         name: _by_version(spec, {n: cols[name] for n, (cols, _) in upcasts.items()}).alias(column_name(name))
         for name in spec.latest.fields
     }
-    invalid_field = F.coalesce(
-        F.col("_shape"), _by_version(spec, {n: bad for n, (_, bad) in upcasts.items()})
-    )
+    invalid_field = _by_version(spec, {n: F.coalesce(shape[n], bad) for n, (_, bad) in upcasts.items()})
     event_time = _by_version(spec, {v.version: _event_time(spec, v) for v in spec.schema_versions})
     event_id = F.trim(_raw(spec.event_id_field))
 
@@ -333,7 +336,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             invalid_field.alias("_invalid_field"),
             *payload.values(),
             "_r",
-            "_shape",
+            "_valid",
         )
         .withColumn("_reason", reason)
         .withColumn("_detail", detail)
@@ -344,7 +347,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
                 F.lit(first),
             ),
         )
-        .drop("_r", "_shape", "_defect", "_defect_detail")
+        .drop("_r", "_valid", "_defect", "_defect_detail")
     )
 
 
