@@ -34,7 +34,7 @@ from backfill_platform.pipeline.archive.records import (
     iter_records,
     open_archive_file,
 )
-from backfill_platform.pipeline.events.completeness import completeness, format_hours
+from backfill_platform.pipeline.events.completeness import completeness, format_hours, proves_by_offsets
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
@@ -180,15 +180,17 @@ def plan_table(plan: Plan) -> Table:
         title=f"plan for {s.name}: each day reads ingestion hours [day - {format_duration(s.clock_skew)} skew "
         f"- 1h, day end + {format_duration(s.allowed_lateness)} lateness + 1h)"
     )
-    for column in ("day", "read window (UTC)", "files", "bytes", "lines", "missing ingestion hours"):
+    # What proves a day complete: its ingestion hours, or the offsets of a Kafka Connect archive.
+    missing_column = "missing Kafka offsets" if proves_by_offsets(s) else "missing ingestion hours"
+    for column in ("day", "read window (UTC)", "files", "bytes", "lines", missing_column):
         table.add_column(column, justify="left" if column.startswith(("read", "missing")) else "right")
     for d in plan.datasets:
         table.add_column(f"{d.name} in production")
     for p in plan.days:
         window = f"{p.window[0]:%m-%d %H:%M} → {p.window[1]:%m-%d %H:%M}"
         missing = f"[red]{format_hours(p.missing_hours)}" if p.missing_hours else "none"
-        if p.offset_gaps:
-            missing = f"[red]{len(p.offset_gaps)} offset gap(s)"
+        if proves_by_offsets(s):
+            missing = f"[red]{len(p.offset_gaps)} gap(s)" if p.offset_gaps else "none"
         table.add_row(
             p.day.isoformat(), window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
             *(production_label(p.production[d.name]) for d in plan.datasets),
