@@ -9,6 +9,7 @@ platform's output.
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -150,3 +151,28 @@ def test_kafka_connect_parquet_from_s3(spark, spark_resource, data_dir, moto: Mo
     }
     assert {day: r["written"] for day, r in reconciliation.items()} == truth.written_per_day()
     assert sum(r["read"] for r in reconciliation.values()) <= truth.records
+
+
+def test_a_compacted_topic_is_judged_by_hours_and_keeps_no_position_offsets(
+    spark, spark_resource, local_archive, data_dir
+):
+    _spec, truth, root = local_archive
+    target = data_dir / "archive" / "kc_compacted"
+    shutil.copytree(root, target, dirs_exist_ok=True)
+    # Compaction removed every record of one file: a gap in the offsets, and a legitimate one.
+    removed = next(f for f in truth.files if f[1] == 2 and "hour=12" in f[0])
+    (target / removed[0]).unlink()
+    remaining = {
+        json.loads(line)["event_id"]
+        for path in target.rglob("*.json")
+        for line in path.read_text().splitlines()
+    }
+    compacted = kafka_spec("kc_compacted", "archive/kc_compacted", "jsonl", offsets_have_gaps=True)
+    compacted = compacted.model_copy(update={"allow_empty_hours": True})
+    result = run(spark_resource, [build_events_asset(compacted)], START, D2)
+    assert result.success and all(c.passed for c in settled_by_day(result).values())
+    rows = spark.table(events_table(spark, compacted)).collect()
+    assert {r["event_id"]: r["_kafka_partition"] for r in rows} == {
+        event_id: partition for event_id, (partition, _, _) in truth.events.items() if event_id in remaining
+    }
+    assert len(rows) < len(truth.events) and all(r["_kafka_offset"] is None for r in rows)

@@ -31,7 +31,8 @@ class KafkaConnectSpec(SpecModel):
         default=False,
         description=(
             "The topic's offsets legitimately skip (a compacted or transactional topic): completeness is "
-            "then proven by ingestion hours, as for other archives, instead of by contiguous offsets."
+            "then proven by ingestion hours, as for other archives, instead of by contiguous offsets, and "
+            "`_kafka_offset` is null (a record's position in its file no longer tells its offset)."
         ),
     )
 

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
+from backfill_platform.specs.archive_location import KafkaConnectSpec
 
 LINES_SCHEMA = (
     "_source_file string, _line_number bigint, _ingestion_time timestamp, line string, _raw binary, "
@@ -26,7 +27,10 @@ _BATCH_BYTES = 16 << 20
 
 
 def read_lines(
-    spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat = JSON_LINES, kafka_offsets: bool = False
+    spark: SparkSession,
+    files: list[ArchiveFile],
+    fmt: RecordFormat = JSON_LINES,
+    kafka: KafkaConnectSpec | None = None,
 ) -> DataFrame:
     """One row per record of each file, with the file's name, the 1-based record number (`_line_number`:
     the line of a `jsonl` file, the object or row of other formats) and the ingestion hour.
@@ -37,19 +41,20 @@ def read_lines(
     file named `.jsonl` or a plain one named `.gz` are both read); a truncated or corrupt gzip file
     yields its intact lines and one `unreadable_file` record instead of failing the run; a line that is
     not UTF-8 is kept with its exact bytes (`_raw`) instead of being altered. `_defect` names what the
-    reader found wrong with a line (its quarantine reason), or is null. With `kafka_offsets`, the files
-    are Kafka Connect's (`archive.kafka_connect`): each record gets its Kafka partition and offset.
+    reader found wrong with a line (its quarantine reason), or is null. With `kafka`, the files are Kafka
+    Connect's (`archive.kafka_connect`): each record gets its Kafka partition, and its offset unless the
+    topic's offsets have gaps (then a record's position in its file does not tell its offset).
     """
     if not files:
         return spark.createDataFrame([], LINES_SCHEMA)
-    kafka = {i: kafka_file(f.name) for i, f in enumerate(files)} if kafka_offsets else {}
+    names = {i: kafka_file(f.name) for i, f in enumerate(files)} if kafka is not None else {}
     manifest = spark.createDataFrame(
         [
             (
                 i,
                 f.name,
                 f.ingestion_hour,
-                *((k.partition, k.start_offset) if (k := kafka.get(i)) else (None, None)),
+                *((k.partition, k.start_offset) if (k := names.get(i)) else (None, None)),
             )
             for i, f in enumerate(files)
         ],
@@ -60,8 +65,11 @@ def read_lines(
     ).toDF("_file int, _path string")
     readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
     lines = paths.mapInArrow(_arrow_reader(fmt, readers), _READ_SCHEMA)
-    # A Kafka Connect file holds its partition's records contiguously from its start offset on.
-    offset = (F.col("_kafka_start") + F.col("_line_number") - 1).alias("_kafka_offset")
+    # A Kafka Connect file holds its partition's records contiguously from its start offset on, unless
+    # the topic is compacted or transactional.
+    contiguous = kafka is not None and not kafka.offsets_have_gaps
+    offset = (F.col("_kafka_start") + F.col("_line_number") - 1) if contiguous else F.lit(None).cast("bigint")
+    offset = offset.alias("_kafka_offset")
     return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA)[:-1], offset)
 
 

@@ -123,7 +123,7 @@ def ingest_window(
     tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
     records = classified = None
     try:
-        lines = read_lines(spark, files, RecordFormat.of(spec.archive), kafka_offsets=proves_by_offsets(spec))
+        lines = read_lines(spark, files, RecordFormat.of(spec.archive), spec.archive.kafka_connect)
         # Persisted: classifying compares copies in three branches (per day, and across each midnight),
         # which would otherwise read and parse every file three times.
         records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
