@@ -31,8 +31,8 @@ CHECK_DESCRIPTIONS = {
     SCHEMA: "pandera model of the events: types, and id, time and ingestion metadata never null",
     RECORDS_PRESENT: "the day has archive records (unless the spec allows empty days)",
     SETTLED: (
-        "the day's lateness horizon passed and no ingestion hour of its read window is missing (Kafka "
-        "Connect archives: no offset of its read window is)"
+        "the day's lateness horizon passed and no ingestion hour of its read window is missing (or, where "
+        "Kafka offsets or producers' sequence numbers prove it, none of those is)"
     ),
 }
 
