@@ -9,6 +9,8 @@ final (a spec may allow *provisional* promotion of days whose horizon has not pa
 
 An archive written by Kafka Connect proves more than hours can: per Kafka partition its files' offsets
 must be contiguous (`archive.kafka_connect`), so a quiet hour is no problem and a lost file always is.
+Producers that number their records prove it the same way, inside the payload (`sequence`,
+`sequences.py`).
 """
 
 from __future__ import annotations
@@ -33,14 +35,15 @@ class DayCompleteness:
     horizon_passed: bool
     missing_hours: list[datetime] = field(default_factory=list)  # due, but no archive file
     pending_hours: list[datetime] = field(default_factory=list)  # not due yet
-    gaps: list[str] = field(default_factory=list)  # missing Kafka offsets, each naming its files
+    # Missing Kafka offsets or producers' sequence numbers, each naming its files.
+    gaps: list[str] = field(default_factory=list)
 
     @property
     def settled(self) -> bool:
         return self.horizon_passed and not self.missing_hours and not self.gaps
 
     def problem(self) -> str | None:
-        """Why the day is not settled, naming the hours; None when it is."""
+        """Why the day is not settled, naming the hours, offsets or numbers; None when it is."""
         parts = []
         if not self.horizon_passed:
             parts.append(

@@ -10,7 +10,7 @@ last there free to continue other days'.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date
+from datetime import date, datetime
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -32,8 +32,7 @@ def sequence_gaps(
     `_sequence`); each is judged in the windows of every day that reads its ingestion hour.
     """
     windows = spark.createDataFrame(
-        [(day, *read_window(spec, *day_bounds(date.fromisoformat(day)))) for day in days],
-        "_day string, _low timestamp, _high timestamp",
+        [(day, *_hours_read(spec, day)) for day in days], "_day string, _low timestamp, _high timestamp"
     )
     numbered = records.where(F.col("_sequence_key").isNotNull() & F.col("_sequence").isNotNull())
     seen = (
@@ -75,3 +74,9 @@ def sequence_gaps(
         if row["count"] > MAX_NAMED:
             problems[row["_day"]].append(f"{row['count'] - MAX_NAMED} more sequence holes")
     return {day: problems.get(day, []) for day in days}
+
+
+def _hours_read(spec: StreamSpec, day: str) -> tuple[datetime, datetime]:
+    """The ingestion hours a day's run lists: its read window, the first hour floored (`listing.hours`)."""
+    low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
+    return low.replace(minute=0, second=0, microsecond=0), high
