@@ -187,3 +187,22 @@ def test_a_nested_field_of_the_wrong_shape_is_an_invalid_field(tmp_path, spark):
         "string_context": ("invalid_field", "context"),
         "string_device": ("invalid_field", "context.device"),
     }
+
+
+def test_a_replay_sends_nested_fields_as_nested_objects(spark, spark_resource, nested):
+    from backfill_platform.lakehouse.resources import open_catalog
+    from backfill_platform.pipeline.replay.source import EventSource
+
+    run(spark_resource, [build_events_asset(nested)], D4, D4)
+    source = EventSource(open_catalog(), nested, D4, D4 + timedelta(days=1))
+    bodies = [json.loads(event.data) for event in source.events()]
+    rows = spark.table(events_table(spark, nested)).where(F.to_date("event_time") == D4).collect()
+    assert len(bodies) == len(rows) > 0
+    by_id = {r["event_id"]: r for r in rows}
+    for body in bodies:
+        row = by_id[body["event_id"]]
+        assert body["context"] == {
+            "device": {"type": row["context_device_type"]},
+            "geo": {"country": row["context_geo_country"]},
+        }
+        assert "context_device_type" not in body
