@@ -59,19 +59,22 @@ def settled(result) -> dict:
     return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
 
 
-@pytest.mark.parametrize("lost", ["none", "record", "file"])
+@pytest.mark.parametrize("lost", ["none", "record_and_file"])
 def test_sequence_holes_hold_the_day_back_naming_the_missing_numbers(tmp_path, spark_resource, lost):
     root = tmp_path / "archive"
     complete = write_archive(tmp_path / "complete")
-    # p1's records of the first day, by file, in number order.
-    p1_day1 = sorted((n, r["seq"]) for n, rs in complete.items() for r in rs
-                     if r["producer_id"] == "p1" and n.startswith(f"{D1:%Y/%m/%d}/1"))  # fmt: skip
-    skip = {
-        "none": set(),
-        "record": {("p1", p1_day1[1][1])},
-        "file": {("p1", s) for n, s in p1_day1 if n == p1_day1[2][0]},
-    }[lost]
-    write_archive(root, skip)
+
+    def first_day(producer: str) -> list[tuple[str, int]]:
+        """A producer's records ingested in the first day's hours 10-19, by file, in number order."""
+        return sorted((n, r["seq"]) for n, rs in complete.items() for r in rs
+                      if r["producer_id"] == producer and n.startswith(f"{D1:%Y/%m/%d}/1"))  # fmt: skip
+
+    p1, p3 = first_day("p1"), first_day("p3")
+    # One record of p1 never arrived, nor did one whole file of p3 (every record of p3 in it).
+    skipped = {"p1": {p1[1][1]}, "p3": {s for n, s in p3 if n == p3[2][0]}}
+    if lost == "none":
+        skipped = {}
+    write_archive(root, {(producer, s) for producer, numbers in skipped.items() for s in numbers})
     spec = sequenced_stream(f"sequenced_{lost}", root)
     result = run(spark_resource, [build_events_asset(spec)], D1.date(), D2.date())
     verdicts = settled(result)
@@ -81,9 +84,11 @@ def test_sequence_holes_hold_the_day_back_naming_the_missing_numbers(tmp_path, s
         # Hours without any file were no problem: the numbers prove the days.
         assert len({n.rsplit("/", 1)[0] for n in complete}) < 48
         return
-    first, last = min(s for _, s in skip), max(s for _, s in skip)
-    span = f"{first}" if first == last else f"{first}-{last}"
     problem = verdicts[D1.date().isoformat()].metadata["problem"].value
     assert not verdicts[D1.date().isoformat()].passed
-    assert problem.startswith(f"sequence of producer_id p1: {span} missing (between files ")
+    for producer, numbers in skipped.items():
+        first, last = min(numbers), max(numbers)
+        span = f"{first}" if first == last else f"{first}-{last}"
+        assert f"sequence of producer_id {producer}: {span} missing (between files " in problem, problem
+    assert problem.count("sequence of producer_id") == 2
     assert verdicts[D2.date().isoformat()].passed  # its window does not read the lost hours
