@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from backfill_platform.devtools.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
+from backfill_platform.devtools.bench.measure import busy_seconds
 
 
 def test_bench_smoke(tmp_path: Path) -> None:
@@ -49,3 +50,56 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert len(targets) == 7 and all("goal" in t and "pass" in t for t in targets.values())
     printed = (tmp_path / "report.txt").read_text()
     assert "targets" in printed and ("PASS" in printed or "MISS" in printed)
+
+
+def test_bench_scale_cases(tmp_path: Path) -> None:
+    # (f) and (g) on tiny sizes: bare Spark and the events step on each, nothing else.
+    config = BenchConfig(
+        repetitions=0,
+        range_days=0,
+        short_days=0,
+        scale=True,
+        big_days=1,
+        big_events_per_day=2000,
+        files_days=2,
+        files_events_per_day=100,
+        files_per_hour=3,
+        scale_variants=("baseline", "events"),
+        out=tmp_path / "bench",
+    )
+    with (tmp_path / "report.txt").open("w") as report:
+        run_bench(config, Console(file=report, width=200))
+
+    result = json.loads((tmp_path / "bench" / RESULT_FILE).read_text())
+    assert {(r["group"], r["variant"]) for r in result["runs"]} == {
+        (g, v) for g in ("big", "files") for v in ("baseline", "events")
+    }
+    archive_files = len(list((tmp_path / "bench" / "archives" / "files").rglob("*.jsonl.gz")))
+    for group in ("big", "files"):
+        case = result["scale"][group]
+        runs = [r for r in result["runs"] if r["group"] == group]
+        assert all(r["rows"] == r["expected_rows"] > 0 for r in runs)
+        assert case["variants"]["baseline"]["ratio_wall"] == 1.0
+        events = case["variants"]["events"]
+        assert events["rows_equal"] is True and events["ratio_wall"] > 0
+        step = events["steps"]["events"]
+        assert 0 < step["driver_s"] <= step["seconds"] < events["wall_s"]
+        assert step["driver_ms_per_partition"] == round(1000 * step["driver_s"] / case["days"], 1)
+    # A file in every hour (the quiet ones empty), several in most: the 2 days' window reads them all.
+    hours = {path.parent for path in (tmp_path / "bench" / "archives" / "files").rglob("*.jsonl.gz")}
+    assert archive_files > len(hours) >= 3 * 24
+    assert 2 * 24 < result["scale"]["files"]["files"] <= archive_files
+    targets = [t["target"] for t in result["targets"]]
+    assert (
+        sum("(f) big day" in t for t in targets) == 2
+        and sum("(g) many small files" in t for t in targets) == 2
+    )
+    printed = (tmp_path / "report.txt").read_text()
+    assert "(f) big day" in printed and "(g) many small files" in printed
+
+
+def test_busy_seconds_is_the_union_of_jobs_within_the_window() -> None:
+    jobs = [(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (9.0, 12.0)]
+    assert busy_seconds(jobs, 0.0, 10.0) == 3.0 + 1.0 + 1.0
+    assert busy_seconds(jobs, 2.5, 5.5) == 0.5 + 0.5
+    assert busy_seconds([], 0.0, 10.0) == 0.0

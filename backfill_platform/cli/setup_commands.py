@@ -82,6 +82,14 @@ def init(path: Path) -> None:
 @click.option("--short-days", type=int, default=3, show_default=True, help="Memory: short range; 0: skip.")
 @click.option("--long-days", type=int, default=30, show_default=True, help="Memory: long range.")
 @click.option("--duckdb/--no-duckdb", default=True, show_default=True, help="If the extra is installed.")
+@click.option("--scale", is_flag=True, help="Add (f) the big day and (g) many small files.")
+@click.option("--big-days", type=int, default=2, show_default=True, help="(f): days.")
+@click.option(
+    "--big-events-per-day", type=int, default=1_500_000, show_default=True, help="(f): events a day."
+)
+@click.option("--files-days", type=int, default=365, show_default=True, help="(g): days.")
+@click.option("--files-events-per-day", type=int, default=300, show_default=True, help="(g): events a day.")
+@click.option("--files-per-hour", type=int, default=3, show_default=True, help="(g): files an hour.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: <data>/bench.")
 def bench(out: Path | None, **sizes: int) -> None:
     """Compare bare Spark, the events step, the validated backfill and DuckDB (in data/bench)."""

@@ -54,7 +54,7 @@ def _stop_spark() -> dict[str, Any]:
     return {"jvm_pid": pid, "driver_peak_rss_mib": round(peak / 1024, 1) if peak else None}
 
 
-def run_spark_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
+def run_spark_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float, dict]:
     """Plain PySpark with the platform's settings, computed by the harness (no Dagster import here)."""
     from pyspark.sql import SparkSession
 
@@ -67,21 +67,22 @@ def run_spark_baseline(spec: dict, start: datetime, end: datetime) -> tuple[floa
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark_baseline(spark, spec["files"], start, end, spec["spark_conf"]["spark.sql.defaultCatalog"])
-    return began, time.time()
+    return began, time.time(), {}
 
 
-def run_duckdb_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
+def run_duckdb_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float, dict]:
     from backfill_platform.devtools.bench.baselines import duckdb_baseline
     from backfill_platform.lakehouse.resources import catalog_from_env
 
     began = time.time()
     duckdb_baseline(spec["files"], start, end, catalog_from_env(for_dagster=False).load())
-    return began, time.time()
+    return began, time.time(), {}
 
 
-def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, float]:
-    """The platform's run of the range, in process (as `dg launch` or the demo runs it)."""
-    from dagster import AssetKey, materialize
+def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, float, dict]:
+    """The platform's run of the range, in process (as `dg launch` or the demo runs it), and when each of
+    its steps started and ended (epoch seconds, from the run's own event log)."""
+    from dagster import AssetKey, DagsterInstance, materialize
 
     from backfill_platform.devtools.demo.story import quiet, range_tags
     from backfill_platform.orchestration.factory import build_definitions
@@ -96,17 +97,35 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
         tags = range_tags(warm_up.date(), (start - DAY).date())
         if not materialize(assets, resources={"spark": spark}, tags=tags, run_config=quiet("ERROR")).success:
             raise SystemExit(f"bench warm-up of {spec['variant']} failed")
+    instance = DagsterInstance.ephemeral()
     began = time.time()
     result = materialize(
         assets,
         resources={"spark": spark},
         tags=range_tags(start.date(), (end - DAY).date()),
         run_config=quiet("ERROR"),
+        instance=instance,
     )
     ended = time.time()
     if not result.success:
         raise SystemExit(f"bench run {spec['variant']} failed")
-    return began, ended
+    return began, ended, {"steps": step_windows(instance, result.run_id)}
+
+
+def step_windows(instance, run_id: str) -> dict[str, list[float]]:
+    """Each step's [start, end] (epoch seconds) from the run's event log."""
+    from dagster import DagsterEventType
+
+    windows: dict[str, list[float]] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None or event.step_key is None:
+            continue
+        if event.event_type == DagsterEventType.STEP_START:
+            windows.setdefault(event.step_key, [entry.timestamp, entry.timestamp])[0] = entry.timestamp
+        elif event.event_type in (DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
+            windows.setdefault(event.step_key, [entry.timestamp, entry.timestamp])[1] = entry.timestamp
+    return windows
 
 
 RUNNERS = {"baseline": run_spark_baseline, "duckdb": run_duckdb_baseline}
@@ -117,8 +136,8 @@ def main(spec_path: str) -> None:
     start = midnight(spec["start"])
     end = start + spec["days"] * DAY
     runner = RUNNERS.get(spec["variant"], run_platform)
-    began, ended = runner(spec, start, end)
-    result = {"job_began": began, "job_ended": ended, **_stop_spark()}
+    began, ended, extra = runner(spec, start, end)
+    result = {"job_began": began, "job_ended": ended, **extra, **_stop_spark()}
     result["process_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     Path(spec["result"]).write_text(json.dumps(result))
 

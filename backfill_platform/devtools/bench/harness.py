@@ -10,6 +10,12 @@ Plan: (a) bare Spark, (b) the events step, (c) the validated backfill and (e) Du
 `repetitions` times on `days x events_per_day`; then on a `refresh_events_per_day` archive (d) one run
 of `range_days` days and `range_days` one-day runs, and the validated backfill of `short_days` and
 `long_days` (driver memory, and with (d) the marginal seconds per day).
+
+With `scale` (`make bench BENCH_ARGS=--scale`), two cases users meet are added, each variant once and
+interleaved, against bare Spark on the same archive: (f) the big day (`big_days x big_events_per_day`,
+one file per hour) and (g) many small files (`files_days` of a low-volume stream, `files_events_per_day`
+events a day in `files_per_hour` files an hour). Platform runs report each step's seconds and the
+seconds per partition no Spark job ran (`measure.step_figures`).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -28,7 +34,12 @@ from rich.console import Console
 
 from backfill_platform import settings
 from backfill_platform.devtools.bench.baselines import DUCKDB_TABLE, SPARK_TABLE
-from backfill_platform.devtools.bench.measure import event_log_settings, read_back, spark_figures
+from backfill_platform.devtools.bench.measure import (
+    event_log_settings,
+    read_back,
+    spark_figures,
+    step_figures,
+)
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 
 STREAM = "playback"
@@ -46,6 +57,13 @@ class BenchConfig:
     long_days: int = 30
     duckdb: bool = True  # where the `bench` extra is installed
     variants: tuple[str, ...] = ("baseline", "events", "backfill", "duckdb")  # of the comparison
+    scale: bool = False  # add (f) the big day and (g) many small files
+    big_days: int = 2
+    big_events_per_day: int = 1_500_000
+    files_days: int = 365
+    files_events_per_day: int = 300
+    files_per_hour: int = 3
+    scale_variants: tuple[str, ...] = ("baseline", "events", "backfill")
     start: date = date(2026, 10, 1)
     out: Path = field(default_factory=lambda: settings.data_dir() / "bench")
 
@@ -64,7 +82,7 @@ class Archive:
 class Run:
     label: str
     variant: str  # baseline | events | backfill | duckdb
-    group: str  # compare | range | daily | warm | short | long
+    group: str  # compare | range | daily | warm | short | long | big | files
     archive: Archive
     first: date
     days: int
@@ -83,7 +101,9 @@ def _stream():
     return load_specs().streams[STREAM]
 
 
-def generate(out: Path, label: str, start: date, days: int, events_per_day: int) -> Archive:
+def generate(
+    out: Path, label: str, start: date, days: int, events_per_day: int, files_per_hour: int = 0
+) -> Archive:
     """A clean archive: no line the minimal jobs would keep and the platform quarantine (malformed, beyond
     the lateness, broken clocks), so both must write the same rows. Duplicates, conflicting copies, late
     lines, clocks a few minutes ahead and the schema change stay."""
@@ -98,6 +118,9 @@ def generate(out: Path, label: str, start: date, days: int, events_per_day: int)
         malformed_fraction=0.0,
         very_late_fraction=0.0,
         broken_clock_fraction=0.0,
+        # Several files an hour is the quiet stream of (g): its quiet hours get an empty file.
+        files_per_hour=max(files_per_hour, 1),
+        file_every_hour=files_per_hour > 0,
     )
     truth = generate_playback_archive(check_archive_root(_stream().archive, data), config)
     written = {day: figures["written"] for day, figures in truth["partitions"].items()}
@@ -121,7 +144,9 @@ def window_files(archive: Archive, first: date, days: int) -> list[str]:
     return files
 
 
-def plan(config: BenchConfig, large: Archive, small: Archive | None) -> list[Run]:
+def plan(
+    config: BenchConfig, large: Archive | None, small: Archive | None, scale: list[Archive] | None = None
+) -> list[Run]:
     runs_dir = config.out / "runs"
     runs: list[Run] = []
 
@@ -130,9 +155,12 @@ def plan(config: BenchConfig, large: Archive, small: Archive | None) -> list[Run
         runs.append(Run(label, variant, group, archive, first, days, runs_dir / (shared or label)))
 
     variants = [v for v in config.variants if v != "duckdb" or config.duckdb]
-    for _ in range(config.repetitions):
+    for _ in range(config.repetitions if large is not None else 0):
         for variant in variants:
             add(variant, "compare", large, config.start, config.days)
+    for archive in scale or []:
+        for variant in config.scale_variants:
+            add(variant, archive.label, archive, config.start, archive.days)
     if small is not None:
         if config.range_days:
             add("backfill", "range", small, config.start, config.range_days)
@@ -184,13 +212,12 @@ def baseline_spark_conf(env: dict[str, str], event_log: Path) -> dict[str, str]:
 def execute(run: Run, index: int) -> dict:
     run.run_dir.mkdir(parents=True, exist_ok=True)
     env = _environment(run)
+    files = window_files(run.archive, run.first, run.days)
     spec = {
         "variant": run.variant,
         "start": run.first.isoformat(),
         "days": run.days,
-        "files": window_files(run.archive, run.first, run.days)
-        if run.variant in ("baseline", "duckdb")
-        else [],
+        "files": files if run.variant in ("baseline", "duckdb") else [],
         "event_log": str(run.run_dir / "eventlog" / str(index)),
         "warm_up_days": 1 if run.group == "warm" else 0,
         "result": str(run.run_dir / f"result-{index}.json"),
@@ -238,6 +265,10 @@ def execute(run: Run, index: int) -> dict:
         **figures,
         "driver_peak_rss_mib": child.get("driver_peak_rss_mib"),
         "process_peak_rss_mib": child.get("process_peak_rss_mib"),
+        "files": len(files),
+        "steps": step_figures(child["steps"], Path(spec["event_log"]), run.days)
+        if child.get("steps")
+        else {},
     }
 
 
@@ -257,7 +288,25 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
     console.print(f"bench in {out}: load average {load_before[0]:.2f} on {os.cpu_count()} CPUs")
 
     step = time.monotonic()
-    large = generate(out, "compare", config.start, config.days, config.events_per_day)
+    large = (
+        generate(out, "compare", config.start, config.days, config.events_per_day)
+        if config.repetitions
+        else None
+    )
+    # One day more than measured: the measured days' read windows end hours after their last day, and
+    # a quiet stream's hours there would otherwise hold no file (an unsettled day, refused).
+    scale: list[Archive] = []
+    if config.scale:
+        big = generate(out, "big", config.start, config.big_days + 1, config.big_events_per_day)
+        files = generate(
+            out,
+            "files",
+            config.start,
+            config.files_days + 1,
+            config.files_events_per_day,
+            config.files_per_hour,
+        )
+        scale = [replace(big, days=config.big_days), replace(files, days=config.files_days)]
     small_days = max(config.range_days, config.long_days if config.short_days else 0)
     small = (
         generate(out, "refresh", config.start, small_days, config.refresh_events_per_day)
@@ -266,7 +315,7 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
     )
     console.print(f"archives generated in {time.monotonic() - step:.1f} s")
 
-    runs = plan(config, large, small)
+    runs = plan(config, large, small, scale)
     records: list[dict] = []
     partial = out / "runs" / "records.json"  # what ran so far, should a later run fail
     for index, run in enumerate(runs, start=1):
@@ -286,7 +335,7 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
         "config": {**asdict(config), "start": config.start.isoformat(), "out": str(out)},
         "archives": {
             a.label: {"days": a.days, "events_per_day": a.events_per_day, **a.totals, "written": a.written}
-            for a in (large, small)
+            for a in (large, small, *scale)
             if a is not None
         },
         "runs": records,

@@ -95,3 +95,43 @@ def read_back(run_dir: Path, catalog_name: str, table: str, start: datetime, end
     scan = loaded.scan(row_filter=in_range, selected_fields=("event_id",))
     rows = scan.to_arrow().num_rows if snapshot else 0
     return {"rows": rows, "snapshot_ms": snapshot.timestamp_ms if snapshot else None}
+
+
+def job_intervals(directory: Path) -> list[tuple[float, float]]:
+    """Each Spark job's [submission, completion] (epoch seconds) from a run's event log."""
+    events = read_event_log(directory)
+    submitted = {
+        e["Job ID"]: e["Submission Time"] for e in events if e.get("Event") == "SparkListenerJobStart"
+    }
+    return sorted(
+        (submitted[e["Job ID"]] / 1000, e["Completion Time"] / 1000)
+        for e in events
+        if e.get("Event") == "SparkListenerJobEnd" and e["Job ID"] in submitted
+    )
+
+
+def busy_seconds(intervals: list[tuple[float, float]], low: float, high: float) -> float:
+    """Seconds of [low, high] during which at least one Spark job ran (their union, clipped)."""
+    busy, reached = 0.0, low
+    for start, end in intervals:
+        start, end = max(start, reached), min(end, high)
+        if end > start:
+            busy += end - start
+            reached = end
+    return busy
+
+
+def step_figures(steps: dict[str, list[float]], directory: Path, days: int) -> dict[str, dict[str, float]]:
+    """Per step of a platform run: its seconds, the seconds no Spark job ran (the driver's own work:
+    Dagster's events, check evaluations, ledger rows, catalog calls, planning) and those per partition."""
+    intervals = job_intervals(directory)
+    figures = {}
+    for key, (low, high) in sorted(steps.items(), key=lambda item: item[1][0]):
+        seconds = high - low
+        driver = seconds - busy_seconds(intervals, low, high)
+        figures[key] = {
+            "seconds": round(seconds, 3),
+            "driver_s": round(driver, 3),
+            "driver_ms_per_partition": round(1000 * driver / max(days, 1), 1),
+        }
+    return figures

@@ -115,8 +115,50 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
             "long_peak_rss_mib": long["driver_peak_rss_mib"],
             "long_over_short": _ratio(long["driver_peak_rss_mib"], short["driver_peak_rss_mib"]),
         }
+    summary["scale"] = {g: _scale_case(group_runs) for g in SCALE_CASES if (group_runs := _of(runs, g))}
     summary["targets"] = _targets(summary, config)
     return summary
+
+
+SCALE_CASES = {"big": "(f) big day", "files": "(g) many small files"}
+STEP_KINDS = (("events", "events"), ("shadow", "__v2"), ("production", "production"))
+
+
+def _of(runs: list[dict], group: str) -> list[dict]:
+    return [r for r in runs if r["group"] == group]
+
+
+def _step_kind(step_key: str) -> str:
+    return next((kind for kind, marker in STEP_KINDS if marker in step_key), "other")
+
+
+def _scale_case(runs: list[dict]) -> dict[str, Any]:
+    """One scale case: each variant's wall time and ratio to bare Spark, the platform's steps."""
+    base = _median([r for r in runs if r["variant"] == "baseline"], "wall_s")
+    case: dict[str, Any] = {"days": runs[0]["days"], "files": runs[0]["files"], "variants": {}}
+    for variant in NAMES:
+        mine = [r for r in runs if r["variant"] == variant]
+        if not mine:
+            continue
+        wall = _median(mine, "wall_s")
+        steps: dict[str, dict[str, float]] = {}
+        for key, figures in mine[0].get("steps", {}).items():
+            kind = steps.setdefault(_step_kind(key), {"seconds": 0.0, "driver_s": 0.0})
+            kind["seconds"] += figures["seconds"]
+            kind["driver_s"] += figures["driver_s"]
+        for figures in steps.values():
+            figures["driver_ms_per_partition"] = round(1000 * figures["driver_s"] / case["days"], 1)
+        events_s = steps.get("events", {}).get("seconds")
+        case["variants"][variant] = {
+            "wall_s": wall,
+            "ratio_wall": _ratio(wall, base),
+            "rows": mine[0]["rows"],
+            "rows_equal": mine[0]["rows"] == mine[0]["expected_rows"],
+            "events_per_s": round(mine[0]["rows"] / (events_s or wall)) if wall else None,
+            "files_per_s": round(case["files"] / (events_s or wall), 1) if wall else None,
+            "steps": steps,
+        }
+    return case
 
 
 def _targets(summary: dict, config: BenchConfig) -> list[dict]:
@@ -133,6 +175,40 @@ def _targets(summary: dict, config: BenchConfig) -> list[dict]:
         (f"marginal cost per extra day in one run ({config.refresh_events_per_day:,}/day)", "≤ 1 s", summary.get("marginal_s_per_day"), 1.0),
         (f"driver JVM peak RSS, {mem.get('long_days', config.long_days)}-day / {mem.get('short_days', config.short_days)}-day range", "≤ 1.2x", mem.get("long_over_short"), 1.2),
     ]  # fmt: skip
+    for group, name in SCALE_CASES.items():
+        case = summary.get("scale", {}).get(group)
+        if case is None:
+            continue
+        label = f"{name} ({case['days']} d, {case['files']:,} files)"
+        platform = case["variants"]
+        if group == "big":
+            rows.append(
+                (
+                    f"{label}: validated backfill / bare Spark (wall)",
+                    "≤ 1.7x",
+                    platform.get("backfill", {}).get("ratio_wall"),
+                    1.7,
+                )
+            )
+        rows.append(
+            (
+                f"{label}: events step / bare Spark (wall)",
+                "≤ 1.5x",
+                platform.get("events", {}).get("ratio_wall"),
+                1.5,
+            )
+        )
+        if group == "files":
+            steps = platform.get("backfill", {}).get("steps", {})
+            worst = max((f["driver_ms_per_partition"] for f in steps.values()), default=None)
+            rows.append(
+                (
+                    f"{label}: driver time outside Spark jobs, ms per day per step (worst step)",
+                    "≤ 20",
+                    worst,
+                    20,
+                )
+            )
     return [
         {"target": name, "goal": goal, "measured": value, "pass": None if value is None else value <= limit}
         for name, goal, value, limit in rows
@@ -148,7 +224,7 @@ def _fmt(value: Any, digits: int = 1, suffix: str = "") -> str:
 
 
 def print_report(result: dict, config: BenchConfig, console: Console) -> None:
-    archive = result["archives"]["compare"]
+    archive = result["archives"].get("compare", {"lines": 0})
     table = Table(
         title=f"(a)-(c), (e): {config.days} days x {config.events_per_day:,} events "
         f"({archive['lines']:,} archive lines), medians of {config.repetitions} interleaved runs"
@@ -196,6 +272,24 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
         )
     console.print(f"marginal seconds per extra day (in process, least squares over the cold runs): "
                   f"{_fmt(result['marginal_s_per_day'], 2)}")  # fmt: skip
+
+    for group, case in result.get("scale", {}).items():
+        scale = Table(
+            title=f"{SCALE_CASES[group]}: {case['days']} days, {case['files']:,} files in the window, one run each"
+        )
+        for column in ("variant", "wall s", "x bare Spark", "events s", "shadow s", "production s",
+                       "events/s", "files/s", "driver ms/day (events, shadow, prod)", "rows", "= truth"):  # fmt: skip
+            scale.add_column(column, justify="left" if column == "variant" else "right")
+        for variant, v in case["variants"].items():
+            steps = v["steps"]
+            step = [steps.get(kind, {}) for kind, _ in STEP_KINDS]
+            scale.add_row(
+                NAMES[variant], _fmt(v["wall_s"]), _fmt(v["ratio_wall"], 2, "x"),
+                *(_fmt(s.get("seconds")) for s in step), _fmt(v["events_per_s"], 0), _fmt(v["files_per_s"]),
+                " / ".join(_fmt(s.get("driver_ms_per_partition"), 0) for s in step) if steps else "-",
+                _fmt(v["rows"]), str(v["rows_equal"]),
+            )  # fmt: skip
+        console.print(scale)
 
     targets = Table(title="targets (reported, not asserted)")
     for column in ("target", "goal", "measured", ""):

@@ -77,10 +77,14 @@ class GeneratorConfig:
     broken_clock_fraction: float = 0.0001  # recorded event time ~3 days ahead of real time
     malformed_fraction: float = 0.001  # truncated JSON / missing event_id / garbage event_time
     conflicting_duplicate_fraction: float = 0.0005  # same event_id re-delivered with another payload
+    files_per_hour: int = 1  # an hour's lines split over this many files, as several writers would
+    # An empty file in every quiet hour between the first and the last: a quiet stream's days then settle
+    # by hours without `allow_empty_hours` (the bench's year of small files measures the built-in stream).
+    file_every_hour: bool = False
 
     def __post_init__(self) -> None:
-        if self.days < 1 or self.events_per_day < 1:
-            raise ValueError("days and events_per_day must be positive")
+        if self.days < 1 or self.events_per_day < 1 or self.files_per_hour < 1:
+            raise ValueError("days, events_per_day and files_per_hour must be positive")
         delivery = (
             self.late_fraction
             + self.very_late_fraction
@@ -138,11 +142,11 @@ def _iso_ms(ms: int) -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(sec))}.{milli:03d}Z"
 
 
-def archive_relative_path(hb_ms: int) -> str:
-    """Relative path of the archive file for the ingestion hour starting at ``hb_ms``."""
+def archive_relative_path(hb_ms: int, part: int = 1) -> str:
+    """Relative path of the `part`-th archive file (1-based) of the ingestion hour starting at ``hb_ms``."""
     tm = time.gmtime(hb_ms // 1000)
     folder = time.strftime("%Y/%m/%d/%H", tm)
-    return f"{folder}/playback-{time.strftime('%Y-%m-%d-%H', tm)}-0001.jsonl.gz"
+    return f"{folder}/playback-{time.strftime('%Y-%m-%d-%H', tm)}-{part:04d}.jsonl.gz"
 
 
 class _Builder:
@@ -322,19 +326,25 @@ def generate_playback_archive(root: Path, config: GeneratorConfig) -> dict:
 
     total_lines = total_files = total_bytes = 0
     archive: list[ArchiveLine] = []
+    if config.file_every_hour and builder.lines:
+        for hb in range(min(builder.lines), max(builder.lines), HOUR_MS):
+            builder.lines.setdefault(hb, [])
     for hb in sorted(builder.lines):
         lines = builder.lines[hb]
         builder.rng.shuffle(lines)  # deterministic arrival order within the hour
-        rel = archive_relative_path(hb)
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), compresslevel=6, mtime=0)
-        path.write_bytes(data)
-        total_files += 1
-        total_bytes += len(data)
-        total_lines += len(lines)
-        name = path.name
-        archive.extend(ArchiveLine(hb, name, i, text) for i, text in enumerate(lines, start=1))
+        # Several writers: consecutive slices of the hour's arrivals, one file each (none empty).
+        parts = max(1, min(config.files_per_hour, len(lines)))
+        for part in range(parts):
+            chunk = lines[part * len(lines) // parts : (part + 1) * len(lines) // parts]
+            path = root / archive_relative_path(hb, part + 1)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = "".join(f"{line}\n" for line in chunk)
+            data = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+            path.write_bytes(data)
+            total_files += 1
+            total_bytes += len(data)
+            total_lines += len(chunk)
+            archive.extend(ArchiveLine(hb, path.name, i, text) for i, text in enumerate(chunk, start=1))
 
     lateness_ms = int(config.allowed_lateness.total_seconds() * 1000)
     skew_ms = int(config.clock_skew.total_seconds() * 1000)

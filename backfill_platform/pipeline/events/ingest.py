@@ -21,8 +21,9 @@ from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, repl
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.records import RecordFormat
+from backfill_platform.pipeline.events.classify import classify_window
 from backfill_platform.pipeline.events.completeness import proves_by_offsets
-from backfill_platform.pipeline.events.parse import REASONS, classify_window, parse_records
+from backfill_platform.pipeline.events.parse import REASONS, parse_records
 from backfill_platform.pipeline.events.sequences import sequence_gaps
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
@@ -124,12 +125,16 @@ def ingest_window(
     records = classified = None
     try:
         lines = read_lines(spark, files, RecordFormat.of(spec.archive), spec.archive.kafka_connect)
-        # Persisted: classifying compares copies in three branches (per day, and across each midnight),
-        # which would otherwise read and parse every file three times.
-        records = parse_records(lines, spec).persist(StorageLevel.MEMORY_AND_DISK)
+        records = parse_records(lines, spec)
+        by_offsets = proves_by_offsets(spec)
+        if by_offsets or spec.sequence:
+            # Offsets and sequences count every record read, also those attributed outside the window:
+            # cached, so that the files are read once.
+            records = records.persist(StorageLevel.MEMORY_AND_DISK)
+        # Cached: the figures, the events and the quarantine are three reads of it.
         classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
         partitions = _figures(classified, start, end)
-        file_records = _records_per_file(records) if proves_by_offsets(spec) else {}
+        file_records = _records_per_file(records) if by_offsets else {}
         gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()

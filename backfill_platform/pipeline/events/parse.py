@@ -8,16 +8,15 @@ in exactly one partition's figures, whichever windows happen to read it.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES, column_name
-from backfill_platform.specs.durations import DAY, HOUR, midnight
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import KAFKA_COLUMNS, SchemaVersion, StreamSpec
 from backfill_platform.specs.upcasts import Cast, Default, Drop, Rename
 
@@ -185,7 +184,7 @@ def _by_version(spec: StreamSpec, pick: dict[int, Column]) -> Column:
     return expression
 
 
-def _micros(value: timedelta) -> int:
+def as_micros(value: timedelta) -> int:
     return value // timedelta(microseconds=1)
 
 
@@ -276,8 +275,8 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
 
     first = midnight(spec.first_partition)
     # Admissible in the ingestion hour [hb, hb + 1h): hb + 1h - read_after <= t < hb + read_before.
-    earliest_us = _micros(HOUR - read_after(spec.allowed_lateness))
-    ahead_us = _micros(read_before(spec.clock_skew))
+    earliest_us = as_micros(HOUR - read_after(spec.allowed_lateness))
+    ahead_us = as_micros(read_before(spec.clock_skew))
     t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
     reason = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect"))
@@ -348,85 +347,4 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             ),
         )
         .drop("_r", "_valid", "_defect", "_defect_detail")
-    )
-
-
-def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: datetime) -> DataFrame:
-    """Keep the records attributed to [start, end) and decide which admissible copy of each event id is kept.
-
-    `_kept` marks the one copy written to the events table. Copies of an id are compared within their
-    event-time day (earliest ingestion, then file and line, wins) and across a midnight when both were
-    ingested in the hours that every window touching that midnight reads (from `read_before` before it to
-    `read_after` after it, `hour_mapping.read_window`): those hours are read by the runs of both days, so both
-    decide alike whatever range a run covers, and an id redelivered with an event time on the other
-    side of midnight still has one row. A copy that loses is a duplicate when its raw line equals the
-    one that beat it, and is quarantined as `conflicting_duplicate` (naming the winner) otherwise, so
-    the losing payload is kept. Quarantined copies of an id (e.g. a too-late redelivery) are not copies
-    of the admissible event.
-    """
-    admissible = F.col("_reason").isNull()
-    h_us = F.unix_micros("_ingestion_time")
-    midnight_us = F.unix_micros(F.date_trunc("day", "_attributed_time"))
-    day_us = _micros(DAY)
-    before_us = _micros(read_before(spec.clock_skew))
-    after_us = _micros(read_after(spec.allowed_lateness))
-
-    def near(boundary: Column) -> Column:
-        return F.when(admissible & (h_us >= boundary - before_us) & (h_us < boundary + after_us), boundary)
-
-    keyed = (
-        records.withColumn(
-            "_key",
-            F.when(
-                admissible,
-                F.struct(
-                    h_us.alias("h"),
-                    F.col("_source_file").alias("file"),
-                    F.col("_line_number").alias("n"),
-                    F.xxhash64("line").alias("hash"),
-                ),
-            ),
-        )
-        .withColumn("_b_start", near(midnight_us))
-        .withColumn("_b_end", near(midnight_us + day_us))
-    )
-    # Ids with admissible copies on both sides of a midnight, within its shared hours (rare: small).
-    ended = keyed.where(F.col("_b_end").isNotNull()).groupBy("event_id", F.col("_b_end").alias("_b"))
-    started = keyed.where(F.col("_b_start").isNotNull()).groupBy("event_id", F.col("_b_start").alias("_b"))
-    across = ended.agg(F.min("_key").alias("_earlier_day")).join(
-        started.agg(F.min("_key").alias("_later_day")), ["event_id", "_b"]
-    )
-    by_day = Window.partitionBy("event_id", F.to_date("_attributed_time"), "_reason")
-    compared = (
-        # Broadcast: `across` is small, and joining it must not shuffle every record twice.
-        keyed.join(
-            F.broadcast(
-                across.select(
-                    "event_id", F.col("_b").alias("_b_start"), F.col("_earlier_day").alias("_rival_a")
-                )
-            ),
-            ["event_id", "_b_start"],
-            "left",
-        )
-        .join(
-            F.broadcast(
-                across.select("event_id", F.col("_b").alias("_b_end"), F.col("_later_day").alias("_rival_b"))
-            ),
-            ["event_id", "_b_end"],
-            "left",
-        )
-        .withColumn("_winner", F.least(F.min("_key").over(by_day), "_rival_a", "_rival_b"))
-        .withColumn("_kept", F.coalesce(admissible & (F.col("_key") == F.col("_winner")), F.lit(False)))
-    )
-    conflicting = admissible & ~F.col("_kept") & (F.col("_key.hash") != F.col("_winner.hash"))
-    winner = F.concat(F.col("_winner.file"), F.lit(":"), F.col("_winner.n").cast("string"))
-    return (
-        compared.withColumn(
-            "_detail", F.when(conflicting, F.concat(F.lit("kept "), winner)).otherwise(F.col("_detail"))
-        )
-        .withColumn(
-            "_reason", F.when(conflicting, F.lit("conflicting_duplicate")).otherwise(F.col("_reason"))
-        )
-        .where(in_range("_attributed_time", start, end))
-        .drop("_key", "_b_start", "_b_end", "_rival_a", "_rival_b", "_winner")
     )
