@@ -79,6 +79,7 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
         case = result["scale"][group]
         runs = [r for r in result["runs"] if r["group"] == group]
         assert all(r["rows"] == r["expected_rows"] > 0 for r in runs)
+        assert all(0 < r["driver_live_heap_peak_mib"] < r["driver_peak_rss_mib"] for r in runs)
         assert case["variants"]["baseline"]["ratio_wall"] == 1.0
         events = case["variants"]["events"]
         assert events["rows_equal"] is True and events["ratio_wall"] > 0

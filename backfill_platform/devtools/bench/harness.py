@@ -161,6 +161,9 @@ def plan(
     for archive in scale or []:
         for variant in config.scale_variants:
             add(variant, archive.label, archive, config.start, archive.days)
+        if archive.label == "files" and "backfill" in config.scale_variants and config.short_days:
+            # The driver's memory over a year against a few days of the same stream.
+            add("backfill", "files_short", archive, config.start, config.short_days)
     if small is not None:
         if config.range_days:
             add("backfill", "range", small, config.start, config.range_days)
@@ -265,6 +268,7 @@ def execute(run: Run, index: int) -> dict:
         **figures,
         "driver_peak_rss_mib": child.get("driver_peak_rss_mib"),
         "process_peak_rss_mib": child.get("process_peak_rss_mib"),
+        "driver_live_heap_peak_mib": child.get("driver_live_heap_peak_mib"),
         "files": len(files),
         "steps": step_figures(child["steps"], Path(spec["event_log"]), run.days)
         if child.get("steps")

@@ -116,6 +116,18 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
             "long_over_short": _ratio(long["driver_peak_rss_mib"], short["driver_peak_rss_mib"]),
         }
     summary["scale"] = {g: _scale_case(group_runs) for g in SCALE_CASES if (group_runs := _of(runs, g))}
+    year = [r for r in _of(runs, "files") if r["variant"] == "backfill"]
+    if year and _of(runs, "files_short"):
+        short = _of(runs, "files_short")[0]
+        summary["scale_memory"] = {
+            "long_days": year[0]["days"],
+            "short_days": short["days"],
+            "long_live_heap_mib": year[0]["driver_live_heap_peak_mib"],
+            "short_live_heap_mib": short["driver_live_heap_peak_mib"],
+            "long_over_short": _ratio(
+                year[0]["driver_live_heap_peak_mib"], short["driver_live_heap_peak_mib"]
+            ),
+        }
     summary["targets"] = _targets(summary, config)
     return summary
 
@@ -201,14 +213,11 @@ def _targets(summary: dict, config: BenchConfig) -> list[dict]:
         if group == "files":
             steps = platform.get("backfill", {}).get("steps", {})
             worst = max((f["driver_ms_per_partition"] for f in steps.values()), default=None)
-            rows.append(
-                (
-                    f"{label}: driver time outside Spark jobs, ms per day per step (worst step)",
-                    "≤ 20",
-                    worst,
-                    20,
-                )
-            )
+            rows.append((f"{label}: driver time outside Spark jobs, ms per day per step (worst step)", "≤ 20", worst, 20))  # fmt: skip
+            memory = summary.get("scale_memory", {})
+            if memory:
+                days = f"{memory['long_days']}-day / {memory['short_days']}-day"
+                rows.append((f"{label}: driver live heap after GC, {days} backfill", "≤ 1.2x", memory["long_over_short"], 1.2))  # fmt: skip
     return [
         {"target": name, "goal": goal, "measured": value, "pass": None if value is None else value <= limit}
         for name, goal, value, limit in rows
@@ -245,7 +254,7 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
 
     ranges = Table(title=f"(d) and memory: validated backfill, {config.refresh_events_per_day:,} events/day")
     for column in ("runs", "days", "wall s", "in process s", "Spark jobs", "jobs after events write",
-                   "driver peak RSS MiB", "driver peak heap MiB"):  # fmt: skip
+                   "driver peak RSS MiB", "driver peak heap MiB", "live heap after GC MiB"):  # fmt: skip
         ranges.add_column(column, justify="left" if column == "runs" else "right")
     names = {
         "range": "one run of the range",
@@ -253,6 +262,7 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
         "warm": "one-day run, warm process,",
         "short": "short range",
         "long": "long range",
+        "files_short": "(g) short range",
     }
     for r in result["runs"]:
         if r["group"] in names:
@@ -260,6 +270,7 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
                 f"{names[r['group']]} from {r['first']}", str(r["days"]), _fmt(r["wall_s"]),
                 _fmt(r["in_process_s"]), _fmt(r["spark_jobs"]), _fmt(r["jobs_after_events_write"]),
                 _fmt(r["driver_peak_rss_mib"], 0), _fmt(r["driver_heap_peak_mib"], 0),
+                _fmt(r.get("driver_live_heap_peak_mib"), 0),
             )  # fmt: skip
     if ranges.row_count:
         console.print(ranges)

@@ -74,22 +74,28 @@ class LocalArchive:
     compression: str = "gzip"
 
     def list_hour(self, hour: datetime) -> list[ArchiveFile]:
-        folder = self.root / hour.strftime(self.layout)
+        relative = hour.strftime(self.layout)
+        folder = self.root / relative
         if not folder.is_dir():
             return []
+        # The folder is resolved once, not each file (a year of small files is tens of thousands of
+        # them); a file that is itself a link is resolved on its own.
+        resolved = folder.resolve()
         files = []
-        for path in sorted(folder.iterdir()):
-            if path.is_file() and not hidden(path.name):
-                stat = path.stat()
-                files.append(
-                    ArchiveFile(
-                        path=str(path.resolve()),
-                        name=str(path.relative_to(self.root)),
-                        ingestion_hour=hour,
-                        size=stat.st_size,
-                        modified_ns=stat.st_mtime_ns,
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_file() and not hidden(entry.name):
+                    stat = entry.stat()
+                    path = Path(entry.path).resolve() if entry.is_symlink() else resolved / entry.name
+                    files.append(
+                        ArchiveFile(
+                            path=str(path),
+                            name=str(Path(relative) / entry.name),
+                            ingestion_hour=hour,
+                            size=stat.st_size,
+                            modified_ns=stat.st_mtime_ns,
+                        )
                     )
-                )
         return files
 
     def hour_of(self, folder: str) -> datetime | None:
@@ -106,11 +112,18 @@ class LocalArchive:
             return found
         for folder, _dirs, names in sorted(os.walk(self.root)):
             relative = os.path.relpath(folder, self.root)
+            relative = "" if relative == "." else relative
+            # Most folders are hours from `first_hour` on, whose visible files are all listed: judged
+            # once per folder, and only their hidden files one by one.
+            hour = hour_of(relative, self.layout) if relative else None
+            listed_folder = hour is not None and hour >= first_hour
             for name in sorted(names):
-                path = Path(folder) / name
-                if (relative == "." and hidden(name)) or not path.is_file():
+                if listed_folder and not hidden(name):
                     continue
-                why = unlisted_reason(relative if relative != "." else "", name, self.layout, first_hour)
+                path = Path(folder) / name
+                if (not relative and hidden(name)) or not path.is_file():
+                    continue
+                why = unlisted_reason(relative, name, self.layout, first_hour)
                 if why is None:
                     continue
                 lines = sum(1 for _ in iter_records(str(path), fmt))

@@ -98,18 +98,31 @@ def judged_materializations(
     Dagster only counts a partition's verdict for the materialization it points at (as its own
     `AssetCheckResult` does for a single partition); without it, passed days show as "missing".
     """
-    targets = {}
-    for day in days:
-        records = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1
-        ).records
-        if records and records[0].event_log_entry.run_id == context.run.run_id:
-            targets[day] = AssetCheckEvaluationTargetMaterializationData(
-                storage_id=records[0].storage_id,
-                run_id=records[0].event_log_entry.run_id,
-                timestamp=records[0].timestamp,
-            )
-    return targets
+    days = list(days)
+    run = context.instance.get_run_record_by_id(context.run.run_id)
+    # One query for the range, not one per day (a year is 365): the range's materializations since the
+    # run started, newest first; each day's first is its latest, judged only if this run wrote it.
+    since = run.start_time if run is not None and run.start_time is not None else None
+    latest: dict[str, Any] = {}
+    cursor = None
+    while len(latest) < len(days):
+        page = context.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=key, asset_partitions=days, after_timestamp=since),
+            limit=max(len(days), 100),
+            cursor=cursor,
+        )
+        for record in page.records:
+            latest.setdefault(record.partition_key, record)
+        if not page.has_more:
+            break
+        cursor = page.cursor
+    return {
+        day: AssetCheckEvaluationTargetMaterializationData(
+            storage_id=record.storage_id, run_id=record.event_log_entry.run_id, timestamp=record.timestamp
+        )
+        for day, record in latest.items()
+        if record.event_log_entry.run_id == context.run.run_id
+    }
 
 
 def check_evaluations(
