@@ -93,7 +93,7 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
     targets = [t["target"] for t in result["targets"]]
     assert (
         sum("(f) big day" in t for t in targets) == 2
-        and sum("(g) many small files" in t for t in targets) == 2
+        and sum("(g) many small files" in t for t in targets) == 3
     )
     printed = (tmp_path / "report.txt").read_text()
     assert "(f) big day" in printed and "(g) many small files" in printed

@@ -78,18 +78,16 @@ class LocalArchive:
         folder = self.root / relative
         if not folder.is_dir():
             return []
-        # The folder is resolved once, not each file (a year of small files is tens of thousands of
-        # them); a file that is itself a link is resolved on its own.
-        resolved = folder.resolve()
+        # Paths are the resolved root's plus the layout's (no `..`); resolving each of a year's tens of
+        # thousands of small files again would cost a dozen system calls per file for the same result.
         files = []
         with os.scandir(folder) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 if entry.is_file() and not hidden(entry.name):
                     stat = entry.stat()
-                    path = Path(entry.path).resolve() if entry.is_symlink() else resolved / entry.name
                     files.append(
                         ArchiveFile(
-                            path=str(path),
+                            path=entry.path,
                             name=str(Path(relative) / entry.name),
                             ingestion_hour=hour,
                             size=stat.st_size,

@@ -132,8 +132,16 @@ def ingest_window(
             # Offsets and sequences count every record read, also those attributed outside the window:
             # cached, so that the files are read once.
             records = records.persist(StorageLevel.MEMORY_AND_DISK)
-        # Cached: the figures, the events and the quarantine are three reads of it.
-        classified = classify_window(records, spec, start, end).persist(StorageLevel.MEMORY_AND_DISK)
+        # Cached: the figures, the events and the quarantine are three reads of it. Only quarantined
+        # records keep their raw line there (the events and the figures never read it): the cache of a
+        # big day is then about half the size.
+        quarantined = F.col("_reason").isNotNull()
+        classified = (
+            classify_window(records, spec, start, end)
+            .withColumn("line", F.when(quarantined, F.col("line")))
+            .withColumn("_raw", F.when(quarantined, F.col("_raw")))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
         partitions = _figures(classified, start, end)
         file_records = _records_per_file(records) if by_offsets else {}
         gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}

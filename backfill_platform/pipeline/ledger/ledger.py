@@ -261,6 +261,8 @@ def record_validation(
     """One ledger row per partition: the ingestions and the exact events it came from (every source),
     what the shadow holds, the verdicts."""
     recorded = now()
+    # Computed once for the range: each walks every verdict of every day.
+    failed, check_digest = validation.failed, validation.digest
     rows = []
     for day in validation.days:
         ingestion = judged.own_days_ingestion(day)
@@ -282,9 +284,9 @@ def record_validation(
                 late=ingestion.get("late"),
                 shadow_snapshot_id=snapshot,
                 **fingerprints[day].columns("shadow"),
-                checks_passed=validation.passed(day),
-                failed_checks=",".join(validation.failed.get(day, [])) or None,
-                check_digest=validation.digest,
+                checks_passed=day not in failed,
+                failed_checks=",".join(failed.get(day, [])) or None,
+                check_digest=check_digest,
                 diverging_rows=validation.divergence.partitions[day].diverging,
                 **judged.inputs[day].total.columns("events"),
                 provisional=bool(ingestion.get("provisional")),

@@ -7,6 +7,10 @@ as metadata for the UI (and its digest is recorded on the promotion snapshot).
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import TypeVar
+
 from dagster import MetadataValue
 from pyspark.sql import DataFrame
 
@@ -27,6 +31,8 @@ from backfill_platform.pipeline.validation.verdicts import DayVerdict
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.dataset import DatasetSpec
 
+T = TypeVar("T")
+
 ROW_COUNTS = "row_counts_per_bucket"
 CHECKSUMS = "checksums_per_bucket"
 SCHEMA = "schema"
@@ -46,8 +52,13 @@ CHECK_DESCRIPTIONS = {
 }
 
 
-def _by_day(bad: dict[Bucket, str], day: str) -> dict[Bucket, str]:
-    return {b: p for b, p in bad.items() if b[0] == day}
+def per_day(mapping: Mapping[Bucket, T]) -> dict[str, dict[Bucket, T]]:
+    """A bucket mapping split by day, once: a year's range has thousands of buckets, and each day's
+    verdict needs only its own (filtering the whole mapping per day would cost days x buckets)."""
+    split: dict[str, dict[Bucket, T]] = defaultdict(dict)
+    for bucket, value in mapping.items():
+        split[bucket[0]][bucket] = value
+    return split
 
 
 def _sample(bad: dict[Bucket, str], header: str) -> MetadataValue:
@@ -72,14 +83,16 @@ def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:
         return None
 
     buckets, bad = failing_buckets(expected, actual, problem)
+    checked, failed = per_day(dict.fromkeys(buckets)), per_day(bad)
+    actual_by_day, expected_by_day = per_day(actual), per_day(expected)
     verdicts = []
     for day in days:
-        failing = _by_day(bad, day)
+        failing = failed.get(day, {})
         metadata = {
-            "buckets_checked": sum(1 for b in buckets if b[0] == day),
+            "buckets_checked": len(checked.get(day, {})),
             "buckets_failed": len(failing),
-            "rows": sum(f.rows for b, f in actual.items() if b[0] == day),
-            "expected_rows": sum(f.rows for b, f in expected.items() if b[0] == day),
+            "rows": sum(f.rows for f in actual_by_day.get(day, {}).values()),
+            "expected_rows": sum(f.rows for f in expected_by_day.get(day, {}).values()),
             "failed_buckets": _sample(failing, "problem"),
         }
         verdicts.append(DayVerdict(ROW_COUNTS, day, not failing, metadata))
@@ -98,12 +111,13 @@ def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list
         return "; ".join(wrong) or None
 
     buckets, bad = failing_buckets(expected, actual, problem)
+    checked, failed, actual_by_day = per_day(dict.fromkeys(buckets)), per_day(bad), per_day(actual)
     verdicts = []
     for day in days:
-        failing = _by_day(bad, day)
-        figures = [f for b, f in actual.items() if b[0] == day]
+        failing = failed.get(day, {})
+        figures = list(actual_by_day.get(day, {}).values())
         metadata = {
-            "buckets_checked": sum(1 for b in buckets if b[0] == day),
+            "buckets_checked": len(checked.get(day, {})),
             "buckets_failed": len(failing),
             **{f"sum_{r.column}": sum(f.sums.get(r.column, 0) for f in figures) for r in spec.reconciliation},
             "key_hash_sum": str(sum(int(f.key_hash) for f in figures)),
