@@ -39,6 +39,11 @@ def test_every_check_has_a_verdict_per_day_with_that_days_numbers(materialized, 
     days = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
     assert set(checks) == {(name, day) for name in names for day in days}
     assert all(c.passed for c in checks.values())
+    # Each day's verdicts judge that day's materialization of this run (else the UI counts them for none).
+    targets = {day: {checks[(name, day)].target_materialization_data for name in names} for day in days}
+    assert all(len(found) == 1 and None not in found for found in targets.values()), targets
+    assert {next(iter(found)).run_id for found in targets.values()} == {materialized.run_id}
+    assert len({next(iter(found)).storage_id for found in targets.values()}) == len(days)
     for day in days:
         reconciliation = {k: v.value for k, v in checks[("reconciliation", day)].metadata.items()}
         assert reconciliation["read"] == truth["partitions"][day]["records"], day
