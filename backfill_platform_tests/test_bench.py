@@ -14,6 +14,13 @@ from rich.console import Console
 
 from backfill_platform.devtools.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
 from backfill_platform.devtools.bench.measure import busy_seconds
+from backfill_platform.lakehouse.resources import (
+    LOCAL_CLIENT_JIT_OPTIONS,
+    LOCAL_TIERED_JIT_OPTIONS,
+    MIB,
+    IcebergCatalogResource,
+    SparkIcebergResource,
+)
 
 
 def test_bench_smoke(tmp_path: Path) -> None:
@@ -80,6 +87,8 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
         runs = [r for r in result["runs"] if r["group"] == group]
         assert all(r["rows"] == r["expected_rows"] > 0 for r in runs)
         assert all(0 < r["driver_live_heap_peak_mib"] < r["driver_peak_rss_mib"] for r in runs)
+        # Tiny reads: the driver JVM really ran the client compiler, bare Spark as the platform.
+        assert [r["jit"] for r in runs] == ["client", "client"]
         assert case["variants"]["baseline"]["ratio_wall"] == 1.0
         events = case["variants"]["events"]
         assert events["rows_equal"] is True and events["ratio_wall"] > 0
@@ -104,3 +113,22 @@ def test_busy_seconds_is_the_union_of_jobs_within_the_window() -> None:
     assert busy_seconds(jobs, 0.0, 10.0) == 3.0 + 1.0 + 1.0
     assert busy_seconds(jobs, 2.5, 5.5) == 0.5 + 0.5
     assert busy_seconds([], 0.0, 10.0) == 0.0
+
+
+def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
+    catalog = IcebergCatalogResource(
+        jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
+    )
+    auto = SparkIcebergResource(catalog=catalog, tiered_jit_from_mib=8)
+    options = "spark.driver.extraJavaOptions"
+    assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config()[options]  # nothing known: quick start
+    assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config(8 * MIB - 1)[options]
+    assert auto.full_spark_config(8 * MIB)[options] == LOCAL_TIERED_JIT_OPTIONS
+    forced = SparkIcebergResource(catalog=catalog, local_jit="client")
+    assert forced.full_spark_config(10 * 1024 * MIB)[options] == LOCAL_CLIENT_JIT_OPTIONS
+    # A cluster's JVMs keep their defaults; spark_config still wins over the choice.
+    assert options not in SparkIcebergResource(catalog=catalog, master="spark://h:7077").full_spark_config(
+        MIB**2
+    )
+    mine = SparkIcebergResource(catalog=catalog, spark_config={options: "-Xss4m"})
+    assert mine.full_spark_config(MIB**2)[options] == "-Xss4m"

@@ -49,10 +49,17 @@ def _stop_spark() -> dict[str, Any]:
     context = SparkContext._active_spark_context
     if context is None:
         return {}
-    pid = int(context._jvm.java.lang.ProcessHandle.current().pid())
+    jvm = context._jvm
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
     peak = vm_hwm_kib(pid)
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     context.stop()
-    return {"jvm_pid": pid, "driver_peak_rss_mib": round(peak / 1024, 1) if peak else None}
+    return {
+        "jvm_pid": pid,
+        "driver_peak_rss_mib": round(peak / 1024, 1) if peak else None,
+        # The compiler the driver JVM really ran with (`SparkIcebergResource.local_jit`).
+        "jit": "client" if "-XX:TieredStopAtLevel=1" in arguments else "tiered",
+    }
 
 
 def run_spark_baseline(spec: dict, start: datetime, end: datetime) -> tuple[float, float, dict]:

@@ -198,9 +198,10 @@ def _environment(run: Run) -> dict[str, str]:
     return env
 
 
-def baseline_spark_conf(env: dict[str, str], event_log: Path) -> dict[str, str]:
-    """The Spark settings the platform's own resources give a run with this environment, plus the event
-    log: computed here so that the baseline's process imports nothing but PySpark."""
+def baseline_spark_conf(env: dict[str, str], event_log: Path, read_bytes: int) -> dict[str, str]:
+    """The Spark settings the platform's own resources give a run with this environment and this much to
+    read (its JIT compiler), plus the event log: computed here so that the baseline's process imports
+    nothing but PySpark."""
     from backfill_platform.lakehouse.resources import IcebergCatalogResource, spark_from_env
 
     catalog = IcebergCatalogResource(
@@ -209,7 +210,7 @@ def baseline_spark_conf(env: dict[str, str], event_log: Path) -> dict[str, str]:
         sql_uri=env[settings.CATALOG_SQL_URI_ENV],
         warehouse=env[settings.WAREHOUSE_ENV],
     )
-    return {**spark_from_env(catalog).full_spark_config(), **event_log_settings(event_log)}
+    return {**spark_from_env(catalog).full_spark_config(read_bytes), **event_log_settings(event_log)}
 
 
 def execute(run: Run, index: int) -> dict:
@@ -226,7 +227,8 @@ def execute(run: Run, index: int) -> dict:
         "result": str(run.run_dir / f"result-{index}.json"),
     }
     if run.variant == "baseline":
-        spec["spark_conf"] = baseline_spark_conf(env, Path(spec["event_log"]))
+        read_bytes = sum(Path(f).stat().st_size for f in files)
+        spec["spark_conf"] = baseline_spark_conf(env, Path(spec["event_log"]), read_bytes)
     spec_path = run.run_dir / f"spec-{index}.json"
     spec_path.write_text(json.dumps(spec))
     log = run.run_dir / f"output-{index}.log"
@@ -269,6 +271,7 @@ def execute(run: Run, index: int) -> dict:
         "driver_peak_rss_mib": child.get("driver_peak_rss_mib"),
         "process_peak_rss_mib": child.get("process_peak_rss_mib"),
         "driver_live_heap_peak_mib": child.get("driver_live_heap_peak_mib"),
+        "jit": child.get("jit"),
         "files": len(files),
         "steps": step_figures(child["steps"], Path(spec["event_log"]), run.days)
         if child.get("steps")
@@ -330,7 +333,7 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
             f"[{index}/{len(runs)}] {run.variant:<8} {run.group:<7} {run.first} +{run.days}d: "
             f"{record['wall_s']:6.1f} s wall, {record['in_process_s']:6.1f} s in process, "
             f"{record['spark_jobs'] if record['spark_jobs'] is not None else '-'} Spark jobs, "
-            f"{record['rows']:,} rows"
+            f"{record['rows']:,} rows" + (f", {record['jit']} JIT" if record.get("jit") else "")
         )
     result = {
         "started": began.isoformat(),

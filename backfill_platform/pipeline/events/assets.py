@@ -28,6 +28,7 @@ from backfill_platform.pipeline.events.ingest import (
     PartitionFigures,
     events_table,
     ingest_window,
+    window_files,
 )
 from backfill_platform.pipeline.events.read_record import read_observations
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
@@ -75,12 +76,15 @@ def build_events_asset(
         pool=f"ingest_{spec.name}",
     )
     def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
-        session = spark.spark_session
         window = context.partition_time_window
         per_day = promotion_policy(context.run.tags) == PER_DAY
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
+        archive = archive_for(spec)
+        files = window_files(spec, archive, window.start, window.end)
+        # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
+        session = spark.session_for_read(sum(f.size for f in files))
         result = ingest_window(
-            session, spec, archive_for(spec), window.start, window.end, run_properties(context)
+            session, spec, archive, window.start, window.end, run_properties(context), files
         )
         context.log.info(ingest_report(result))
         if result.unlisted:

@@ -115,10 +115,13 @@ def ingest_window(
     start: datetime,
     end: datetime,
     properties: dict[str, str] | None = None,
+    files: list[ArchiveFile] | None = None,
 ) -> IngestResult:
-    """Re-derive the events and quarantine of [start, end) from the archive; return the figures."""
+    """Re-derive the events and quarantine of [start, end) from the archive; return the figures.
+
+    `files`: the window's listing (`window_files`) when the caller already made it."""
     began = time.monotonic()
-    files = list_files(archive, *read_window(spec, start, end))
+    files = window_files(spec, archive, start, end) if files is None else files
     # The tables' DDL is the run's first catalog call (over a second in a fresh JVM): it runs while the
     # main pass is planned and computed, and the writes wait for it.
     ddl = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ensure-stream-tables")
@@ -190,6 +193,11 @@ def ingest_window(
         file_records=file_records,
         sequence_gaps=gaps,
     )
+
+
+def window_files(spec: StreamSpec, archive: Archive, start: datetime, end: datetime) -> list[ArchiveFile]:
+    """The archive files the ingestion of [start, end) reads: those of its read window's hours."""
+    return list_files(archive, *read_window(spec, start, end))
 
 
 def _records_per_file(records: DataFrame) -> dict[str, int]:
