@@ -215,3 +215,30 @@ def test_status_lists_promoted_validated_and_blocked_days(backfill_result, dry_r
     assert table_row(result.output, DATASET, DRY_RUN_DAY)[2:4] == ["validated", "-"]
     blocked = table_row(result.output, STRICT_DATASET, FAILING_DAY)
     assert blocked[2] == "blocked" and "events failed quarantine_ratio" in blocked[4]
+
+
+def test_a_summed_report_adds_up_the_days_it_joins(backfill_result, spark, truth):
+    # Run last (it validates the promoted days again): a long range's report sums passed days per month;
+    # --summed asks for that form on two days.
+    result = invoke("backfill", "--dataset", DATASET, "--start", PROMOTED_DAYS[0], "--end", "2026-10-04",
+                    "--dry-run", "--summed")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    snapshot = current_snapshot_id(spark, PRODUCTION)
+    counts = {
+        r["event_date"].isoformat(): r["count"]
+        for r in spark.table(PRODUCTION).groupBy("event_date").count().collect()
+    }
+    cells = table_row(result.output, f"{PROMOTED_DAYS[0]}…{PROMOTED_DAYS[1]} (2 days)")
+    records = sum(truth["partitions"][day]["records"] for day in PROMOTED_DAYS)
+    written = sum(truth["partitions"][day]["written"] for day in PROMOTED_DAYS)
+    assert cells[1:3] == [f"{records:,}", f"{written:,}"]
+    assert cells[5:] == [
+        f"{sum(counts[d] for d in PROMOTED_DAYS):,}",
+        "passed",
+        f"v2 @ {snapshot}",
+        "dry run",
+    ]
+    assert "passed days summed per month" in " ".join(result.output.split())
+    assert not any(
+        line.startswith(f"│ {day} ") for line in result.output.splitlines() for day in PROMOTED_DAYS
+    )

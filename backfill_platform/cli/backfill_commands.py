@@ -110,6 +110,12 @@ def counted_plan(console, stream, datasets, first, after):
     metavar="URL",
     help="Submit to the Dagster webserver at URL (e.g. http://127.0.0.1:3000) as a backfill and wait.",
 )
+@click.option(
+    "--per-day/--summed",
+    "per_day",
+    default=None,
+    help="A report row per day, or passed days summed per month [per day up to 31 days].",
+)
 def backfill(
     dataset: str,
     start,
@@ -120,6 +126,7 @@ def backfill(
     policy: str,
     log_level: str,
     instance_url: str | None,
+    per_day: bool | None,
 ) -> None:
     """Re-derive [--start, --end): events → active shadow → checks → production, in one Dagster run.
 
@@ -162,7 +169,7 @@ def backfill(
         running = progress_display(console, f"{title}, one run")
         with instance_from_env() as instance, refusals(), running as update:
             outcome = run_backfill(request, instance, on_step=step_update(update))
-    console.print(report_table(outcome))
+    console.print(report_table(outcome, per_day))
     for line in problem_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if outcome.held_back:

@@ -109,31 +109,89 @@ class BackfillOutcome:
         return self.success and not blocking and not self.held_back
 
 
-def report_table(outcome: BackfillOutcome) -> Table:
-    """Per day, from the ledger: the events figures, the shadow, the checks and what production holds."""
+# Up to this many days, the report has a row per day; beyond, runs of unremarkable days are summed.
+PER_DAY_ROWS_UP_TO = 31
+REPORT_HEADER = (
+    "day",
+    "records",
+    "events",
+    "dup",
+    "quar.",
+    "shadow rows",
+    "checks",
+    "production",
+    "this run",
+)
+
+
+def report_table(outcome: BackfillOutcome, per_day: bool | None = None) -> Table:
+    """Per day, from the ledger: the events figures, the shadow, the checks and what production holds.
+
+    A long range (more than `PER_DAY_ROWS_UP_TO` days, unless `per_day`) stays readable: each run of
+    consecutive days of one month that passed their checks and reached their end (promoted, or checked in
+    a dry run) is one row of sums, e.g. `2026-10-01…2026-10-31 (31 days)`; every other day keeps its row.
+    """
     r = outcome.request
     what = "dry run" if r.dry_run else "backfill"
     runs = outcome.run_ids or (outcome.run_id,)
     source = f"run {', '.join(runs)}" if len(runs) <= 2 else f"{len(runs)} runs"
     source = f"backfill {outcome.backfill_id}, {source}" if outcome.backfill_id else source
-    title = f"{r.dataset.name} {r.dataset.active_version} {what} ({source}), per day, from the ledger"
-    table = Table(title=title)
-    header = ("day", "records", "events", "dup", "quar.", "shadow rows", "checks", "production", "this run")
-    for column in header:
+    per_day = len(r.days) <= PER_DAY_ROWS_UP_TO if per_day is None else per_day
+    grouping = "per day" if per_day else "per day, passed days summed per month"
+    table = Table(
+        title=f"{r.dataset.name} {r.dataset.active_version} {what} ({source}), {grouping}, from the ledger"
+    )
+    for column in REPORT_HEADER:
         table.add_column(column, justify="right")
-    for day in r.days:
-        events, shadow = outcome.ingestions.get(day, {}), outcome.validations.get(day, {})
-        checks = (
-            "-" if not shadow else "passed" if shadow["checks_passed"] else f"[red]{shadow['failed_checks']}"
-        )
-        promoted = outcome.promoted_by_this_run(day)
-        verdict = "dry run" if r.dry_run else "promoted" if promoted else "[red]held back"
-        table.add_row(
-            day.isoformat(), _n(events.get("records")), _n(events.get("written")),
-            _n(events.get("duplicates")), _n(events.get("quarantined")), _n(shadow.get("shadow_rows")),
-            checks, production_label(outcome.production.get(day)), verdict,
-        )  # fmt: skip
+    for days in _row_groups(outcome, per_day):
+        table.add_row(*_row(outcome, days))
     return table
+
+
+def _row_groups(outcome: BackfillOutcome, per_day: bool) -> list[list[date]]:
+    """The days of each row: one day, or a run of consecutive unremarkable days of one month."""
+    groups: list[list[date]] = []
+    for day in outcome.request.days:
+        previous = groups[-1] if groups else None
+        if (
+            not per_day
+            and previous is not None
+            and _unremarkable(outcome, day)
+            and _unremarkable(outcome, previous[-1])
+            and (previous[-1].year, previous[-1].month) == (day.year, day.month)
+        ):
+            previous.append(day)
+        else:
+            groups.append([day])
+    return groups
+
+
+def _unremarkable(outcome: BackfillOutcome, day: date) -> bool:
+    shadow = outcome.validations.get(day, {})
+    reached_its_end = outcome.request.dry_run or outcome.promoted_by_this_run(day)
+    return bool(shadow) and bool(shadow["checks_passed"]) and reached_its_end
+
+
+def _row(outcome: BackfillOutcome, days: list[date]) -> tuple[str, ...]:
+    r = outcome.request
+    events = [outcome.ingestions.get(day, {}) for day in days]
+    shadows = [outcome.validations.get(day, {}) for day in days]
+
+    def total(rows: list[dict], key: str) -> str:
+        values = [row.get(key) for row in rows]
+        return "-" if any(v is None for v in values) else f"{sum(values):,}"
+
+    shadow = shadows[0]
+    checks = "-" if not shadow else "passed" if shadow["checks_passed"] else f"[red]{shadow['failed_checks']}"
+    production = {production_label(outcome.production.get(day)) for day in days}
+    promoted = outcome.promoted_by_this_run(days[0])
+    verdict = "dry run" if r.dry_run else "promoted" if promoted else "[red]held back"
+    label = days[0].isoformat() if len(days) == 1 else f"{days[0]}…{days[-1]} ({len(days)} days)"
+    return (
+        label, total(events, "records"), total(events, "written"), total(events, "duplicates"),
+        total(events, "quarantined"), total(shadows, "shadow_rows"), checks,
+        production.pop() if len(production) == 1 else f"{len(production)} snapshots", verdict,
+    )  # fmt: skip
 
 
 def problem_lines(outcome: BackfillOutcome) -> list[str]:
@@ -141,7 +199,3 @@ def problem_lines(outcome: BackfillOutcome) -> list[str]:
     lines = [f"{p.day} {p.check} {p.detail}" + ("" if p.blocking else " (warning)") for p in outcome.problems]
     lines += [f"step {failure}" for failure in outcome.step_failures]
     return lines
-
-
-def _n(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"

@@ -142,10 +142,18 @@ def step_update(update: Callable[..., None]) -> Callable[[StepProgress], None]:
 
 
 def backfill_update(update: Callable[..., None]) -> Callable[[submit.BackfillProgress], None]:
-    """Adapts `progress_display`'s `update` to a submitted backfill's polled states."""
+    """Adapts `progress_display`'s `update` to a submitted backfill's polled states.
+
+    The bar follows every state; a line is printed only at a milestone (the backfill's status changes,
+    a run ends, a partition fails), so that a year of partitions gives a few lines, not hundreds."""
+    printed: list[tuple] = []
 
     def on_progress(state: submit.BackfillProgress) -> None:
         short = f"{state.status}, runs {state.runs_done}/{state.runs} done, asset partitions"
-        update(short, state.done, state.partitions or None, state.text())
+        milestone = (state.status, state.runs, state.runs_done, state.failed)
+        line = "" if printed and printed[-1] == milestone else state.text()
+        if line:
+            printed.append(milestone)
+        update(short, state.done, state.partitions or None, line)
 
     return on_progress

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -139,13 +141,14 @@ def ingest_window(
         # records keep their raw line there (the events and the figures never read it): the cache of a
         # big day is then about half the size.
         quarantined = F.col("_reason").isNotNull()
-        classified = (
-            classify_window(records, spec, start, end)
-            .withColumn("line", F.when(quarantined, F.col("line")))
-            .withColumn("_raw", F.when(quarantined, F.col("_raw")))
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-        partitions = _figures(classified, start, end)
+        with uncompressed_cache(spark):
+            classified = (
+                classify_window(records, spec, start, end)
+                .withColumn("line", F.when(quarantined, F.col("line")))
+                .withColumn("_raw", F.when(quarantined, F.col("_raw")))
+                .persist(StorageLevel.MEMORY_AND_DISK)
+            )
+            partitions = _figures(classified, start, end)  # builds the cache
         file_records = _records_per_file(records) if by_offsets else {}
         gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}
         # `classified` is computed and cached now; its input need not hold memory any longer.
@@ -198,6 +201,20 @@ def ingest_window(
 def window_files(spec: StreamSpec, archive: Archive, start: datetime, end: datetime) -> list[ArchiveFile]:
     """The archive files the ingestion of [start, end) reads: those of its read window's hours."""
     return list_files(archive, *read_window(spec, start, end))
+
+
+@contextmanager
+def uncompressed_cache(spark: SparkSession) -> Iterator[None]:
+    """Caches built within skip Spark's columnar compression. The classified records are cached to be read
+    three times and dropped at the end of the run: encoding them cost more than it saved. Measured on 2
+    days x 1.5M events, warm: classify and cache 39.7-42.1 s compressed, 31.1 s not (28.6 s uncached)."""
+    key = "spark.sql.inMemoryColumnarStorage.compressed"
+    before = spark.conf.get(key, "true")
+    spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def _records_per_file(records: DataFrame) -> dict[str, int]:
