@@ -6,12 +6,13 @@ between, so that the older snapshot has other rows and an older schema than the 
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta
 
 import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import (
+    FANOUT_UP_TO_DAYS,
     current_snapshot_id,
     ensure_table,
     read_at,
@@ -66,3 +67,26 @@ def test_read_at_the_current_snapshot_or_none_reads_the_table_as_it_is(spark, sn
     assert now == [(D1, 1, None), (D1, 2, None), (D2, 3, "x")]
     assert rows(read_at(spark, table, second)) == now
     assert rows(read_at(spark, table, None)) == now
+
+
+def test_a_long_range_is_written_exactly_one_file_per_day(spark):
+    # Beyond FANOUT_UP_TO_DAYS, a write sorts by partition and keeps one file open (not one per day).
+    table = table_id(spark, "test_pinned_read", "long_range")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    ensure_table(spark, table, [("ts", "timestamp"), ("n", "bigint")], "days(ts)")
+    first, days = datetime(2026, 1, 1), 40
+    assert days > FANOUT_UP_TO_DAYS
+    # Rows of all days interleaved, as a shuffle would hand them over.
+    data = [(first + timedelta(days=i % days, minutes=i), i) for i in range(days * 50)]
+    snapshot = replace_range(spark.createDataFrame(data, "ts timestamp, n bigint"), table, "ts",
+                             first, first + timedelta(days=days))  # fmt: skip
+    assert rows(spark.table(table)) == sorted(data)
+    summary = spark.sql(f"SELECT summary FROM {table}.snapshots WHERE snapshot_id = {snapshot}").first()[0]
+    assert int(summary["added-data-files"]) == days
+    # Replacing ten days of the middle leaves the thirty others as they were.
+    middle = first + timedelta(days=10)
+    new = [(middle + timedelta(days=i % 10, hours=1), -i) for i in range(100)]
+    replace_range(spark.createDataFrame(new, "ts timestamp, n bigint"), table, "ts", middle,
+                  middle + timedelta(days=10))  # fmt: skip
+    kept = [r for r in data if not middle <= r[0] < middle + timedelta(days=10)]
+    assert rows(spark.table(table)) == sorted(kept + new)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -115,6 +115,8 @@ def replace_range(
     """
     refusal = f"refusing to write {identifier}: rows outside [{start}, {end}) on {column}"
     guarded = _only(df, column, in_range(column, start, end), refusal)
+    days = -(-(_as_datetime(end) - _as_datetime(start)) // timedelta(days=1))
+    options = {**writer_options(days), **(options or {})}
     return _overwrite(guarded, identifier, in_range(column, start, end), properties, options)
 
 
@@ -137,7 +139,24 @@ def replace_days(
     listed = ", ".join(d.isoformat() for d in wanted)
     refusal = f"refusing to write {identifier}: rows outside the days [{listed}] on {column}"
     guarded = _only(df, column, F.col(column).isin(wanted), refusal)
+    options = {**writer_options(len(wanted)), **(options or {})}
     return _overwrite(guarded, identifier, F.col(column).isin(wanted), properties, options)
+
+
+# Iceberg writes the day partitions a task receives with one open file per partition (its fanout
+# writer) unless told otherwise: a year in one task held some 300 Parquet writers and their buffers at
+# once (hundreds of MiB of driver heap in local mode). Beyond this many days a write sorts its rows by
+# partition instead and keeps one file open; below, the sort would cost more than the open files.
+FANOUT_UP_TO_DAYS = 8
+
+
+def writer_options(days: int) -> dict[str, str]:
+    """Iceberg write options for a write that replaces `days` day partitions."""
+    return {"fanout-enabled": "true" if days <= FANOUT_UP_TO_DAYS else "false"}
+
+
+def _as_datetime(value: date | datetime) -> datetime:
+    return value if isinstance(value, datetime) else datetime.combine(value, datetime.min.time())
 
 
 def _overwrite(
