@@ -55,7 +55,8 @@ def test_the_corpus_has_every_defect_of_the_issue(corpus):
         "conflicting_duplicate_across_midnight", "same_file_two_names", "invalid_utf8", "long_line", "bom",
         "crlf", "nul_byte", "wrong_type_string", "wrong_type_overflow", "wrong_type_fraction",
         "uncompressed_among_gzip", "outside_hour_layout", "date_only_time", "bare_year_time",
-        "concatenated_records", "text_after_object", "braces_in_string",
+        "concatenated_records", "text_after_object", "braces_in_string", "nan_in_optional_field",
+        "nan_in_long_field", "infinity_in_long_field", "nan_and_text_after_object",
     }  # fmt: skip
 
 
@@ -133,6 +134,23 @@ def test_a_line_of_several_records_is_quarantined_whole_never_read_as_its_first(
         assert q["_source_file"] == "2026/10/01/05/defects.jsonl.gz"
     (after,) = [q for q in quarantine if q["line"] and q["line"].endswith("]x}")]
     assert after["reason"] == "malformed_json" and after["detail"].startswith("text after the JSON object")
+
+
+def test_non_standard_numbers_are_named_with_their_field(events, quarantine):
+    by_id = {q["event_id"]: q for q in quarantine if q["event_id"]}
+    assert {k: (by_id[k]["reason"], by_id[k]["detail"]) for k in ("nan-opt", "nan-long", "inf-long")} == {
+        "nan-opt": ("non_standard_number", 'NaN in field "country"'),
+        "nan-long": ("non_standard_number", 'NaN in field "position_sec"'),
+        "inf-long": ("non_standard_number", '-Infinity in field "position_sec"'),
+    }
+    after = by_id["nan-after"]
+    assert after["reason"] == "malformed_json"
+    assert (
+        after["detail"].startswith("text after the JSON object")
+        and 'NaN in field "country"' in after["detail"]
+    )
+    ids = {r["event_id"] for r in events.select("event_id").collect()}
+    assert not ids & {"nan-opt", "nan-long", "inf-long", "nan-after"}
 
 
 def test_non_utf8_bytes_are_kept_exactly(quarantine, events):

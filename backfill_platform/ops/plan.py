@@ -27,6 +27,7 @@ from backfill_platform.ops.ledger_view import (
     ledger_rows,
     production_label,
 )
+from backfill_platform.ops.number_sample import NumberSample, sample_numbers
 from backfill_platform.pipeline.archive.listing import ArchiveFile, archive_for, hours, list_files
 from backfill_platform.pipeline.archive.records import (
     RecordFormat,
@@ -75,6 +76,7 @@ class Plan:
     lines: int
     unreadable: list[str]  # files whose gzip stream is corrupt: counted up to the damage
     throughput: tuple[float, int] | None  # (events/s, runs) measured by earlier events runs
+    numbers: NumberSample | None = None  # non-standard numbers (NaN, Infinity) in a sample of records
 
     @property
     def estimated_seconds(self) -> float | None:
@@ -170,6 +172,7 @@ def build_plan(
         lines=sum(counted.values()),
         unreadable=unreadable,
         throughput=events_throughput(ingestion_rows(catalog, stream.name)),
+        numbers=sample_numbers(stream, files),
     )
 
 
@@ -216,6 +219,9 @@ def plan_summary(plan: Plan) -> list[str]:
         )
     else:
         lines.append("no estimate: no events run of this stream has recorded its duration in the ledger yet")
+    advice = plan.numbers.advice(plan.stream) if plan.numbers else None
+    if advice:
+        lines.append(advice)
     holes = [p for p in plan.days if p.missing_hours]
     if holes:
         lines.append(

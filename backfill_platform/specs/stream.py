@@ -27,6 +27,14 @@ from backfill_platform.specs.kinesis import KinesisStreamName, check_replay_targ
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
 TimeFormat = Literal["iso8601", "epoch_seconds", "epoch_millis", "epoch_micros"]
+# How the producer's non-standard JSON numbers (`NaN`, `Infinity`, `-Infinity`) are read (`events/numbers.py`).
+NonStandardNumbers = Literal["quarantine", "null", "keep"]
+NON_STANDARD_NUMBERS_DESCRIPTION = (
+    "How to read the non-standard numbers `NaN`, `Infinity` and `-Infinity` (Python's `json.dumps` writes a "
+    "missing or infinite float so): `quarantine` the record as `non_standard_number`, naming the token and "
+    "the field; `null`: the token is a missing value in any field; `keep`: NaN and ±Infinity are kept "
+    "in `double` fields, and in a field of any other type the record is an `invalid_field`."
+)
 # Bounds of the durations a stream may declare: beyond them a read window or horizon is absurd (and
 # datetime arithmetic overflows long before `99999999d`).
 MAX_LATENESS = timedelta(days=30)
@@ -90,6 +98,9 @@ class SchemaVersion(SpecModel):
         )
     )
     upcast: list[UpcastStep] = Field(default_factory=list, description="Steps that turn it into the latest.")
+    non_standard_numbers: NonStandardNumbers | None = Field(
+        default=None, description="Overrides the stream's `non_standard_numbers` for records of this version."
+    )
 
 
 class StreamSpec(SpecModel):
@@ -106,6 +117,9 @@ class StreamSpec(SpecModel):
     clock_skew: timedelta = Field(
         default=timedelta(minutes=15),
         description="How far a producer's clock may run ahead of ingestion.",
+    )
+    non_standard_numbers: NonStandardNumbers = Field(
+        default="quarantine", description=NON_STANDARD_NUMBERS_DESCRIPTION
     )
     partition_grain: Literal["day"] = Field(default="day", description="Partition grain (days only).")
     first_partition: date = Field(
@@ -295,6 +309,10 @@ class StreamSpec(SpecModel):
 
     def time_format(self, version: SchemaVersion) -> TimeFormat:
         return version.event_time_format or self.event_time.format
+
+    def number_reading(self, version: SchemaVersion) -> NonStandardNumbers:
+        """How records of `version` read a non-standard number (its own setting, else the stream's)."""
+        return version.non_standard_numbers or self.non_standard_numbers
 
     @property
     def events_table(self) -> str:

@@ -18,6 +18,10 @@ What each defect must become, and why:
 * ``concatenated_records`` (``{...}{...}`` on one line: Firehose without a record delimiter) — the line is
   quarantined whole as ``multiple_json_values``, never read as its first record; ``braces_in_string``
   (``}{`` inside a string value) is one record, written.
+* ``nan_in_optional_field``, ``nan_in_long_field``, ``infinity_in_long_field`` (``NaN``, ``-Infinity``: what
+  Python's ``json.dumps`` writes for a float that is missing or infinite) — ``non_standard_number``, naming
+  the token and the field (the playback stream keeps the default ``non_standard_numbers: quarantine``);
+  ``nan_and_text_after_object`` — ``malformed_json``: the non-standard number is not its only defect.
 * ``missing_event_id``, ``empty_event_id`` — ``missing_event_id``.
 * ``missing_event_time``, ``unparseable_event_time``, ``date_only_time``, ``bare_year_time``,
   ``epoch_overflow`` — ``unparseable_event_time`` (a date is not an instant; 10^18 ms overflows).
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -174,6 +179,11 @@ def write_corpus(root: Path) -> Corpus:
         (v1("spaced-a", t) + "  " + v1("spaced-b", t), "multiple_json_values", "concatenated_records"),
         (v1("after", t) + "]x}", "malformed_json", "text_after_object"),
         (v1("brace", t, user_id='a"}{"b'), "written", "braces_in_string"),  # `}{` inside a string
+        # Python's json.dumps writes a missing float as NaN: not JSON, named as what it is.
+        (v2("nan-opt", t, country=math.nan), "non_standard_number", "nan_in_optional_field"),
+        (v2("nan-long", t, position_sec=math.nan), "non_standard_number", "nan_in_long_field"),
+        (v2("inf-long", t, position_sec=-math.inf), "non_standard_number", "infinity_in_long_field"),
+        (v2("nan-after", t, country=math.nan) + " x", "malformed_json", "nan_and_text_after_object"),
     ]
     w.lines(h(DAY1, 5), "defects.jsonl.gz", [(text, outcome) for text, outcome, _ in bad])
     w.corpus.defects.update(defect for _, _, defect in bad)

@@ -98,6 +98,8 @@ def quarantine_ratio_check(spec: StreamSpec, result: IngestResult) -> list[DayVe
             "max_quarantined_per_day": spec.max_quarantined_per_day,
             "passed_by": "ratio" if within_ratio else "max_quarantined_per_day" if within_floor else "none",
             **{f"quarantined_{reason}": n for reason, n in figures.quarantined.items() if n},
+            # Where to look first: the day's earliest record of each reason, with its detail and line.
+            **{f"sample_{reason}": MetadataValue.text(text) for reason, text in figures.samples.items()},
         }
         verdicts.append(DayVerdict(QUARANTINE_RATIO, day, within_ratio or within_floor, metadata))
     return verdicts

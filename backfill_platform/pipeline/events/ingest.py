@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
@@ -46,6 +46,8 @@ class PartitionFigures:
     conflicting_ids: int = 0
     late: int = 0
     quarantined: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+    # One quarantined record per reason, as `file:line: detail | line`, for the checks' metadata.
+    samples: dict[str, str] = field(default_factory=dict)
 
     @property
     def quarantined_total(self) -> int:
@@ -138,8 +140,8 @@ def ingest_window(
             # cached, so that the files are read once.
             records = records.persist(StorageLevel.MEMORY_AND_DISK)
         # Cached: the figures, the events and the quarantine are three reads of it. Only quarantined
-        # records keep their raw line there (the events and the figures never read it): the cache of a
-        # big day is then about half the size.
+        # records keep their raw line there (the events never read it, the figures one sample per reason
+        # and day): the cache of a big day is then about half the size.
         quarantined = F.col("_reason").isNotNull()
         with uncompressed_cache(spark):
             classified = (
@@ -254,6 +256,7 @@ def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str,
                 "late"
             ),
             *(F.count(F.when(reason == r, 1)).alias(r) for r in REASONS),
+            *(F.min(F.when(reason == r, _sample())).alias(f"_sample_{r}") for r in REASONS),
         )
         .collect()
     )
@@ -269,5 +272,21 @@ def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str,
             conflicting_ids=row["conflicting_ids"],
             late=row["late"],
             quarantined={r: row[r] for r in REASONS},
+            samples={r: row[f"_sample_{r}"] for r in REASONS if row[f"_sample_{r}"] is not None},
         )
     return figures
+
+
+SAMPLE_CHARACTERS = 300
+
+
+def _sample() -> Column:
+    """A quarantined record as the checks show it: where it is, why, and the start of its line (the
+    earliest file and line of its reason, so that a re-run shows the same one)."""
+    return F.format_string(
+        "%s:%09d: %s | %s",
+        F.col("_source_file"),
+        F.col("_line_number"),
+        F.coalesce(F.col("_detail"), F.lit("")),
+        F.substring(F.coalesce(F.col("line"), F.lit("")), 1, SAMPLE_CHARACTERS),
+    )

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
+from backfill_platform.pipeline.events import numbers
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES, column_name
 from backfill_platform.specs.durations import HOUR, midnight
@@ -29,6 +30,7 @@ REASONS = (
     "invalid_utf8",
     "malformed_json",
     "multiple_json_values",
+    "non_standard_number",
     "unknown_schema_version",
     "missing_event_id",
     "unparseable_event_time",
@@ -68,9 +70,11 @@ def _raw_schema(spec: StreamSpec) -> StructType:
     return StructType([*struct(tree).fields, StructField(CORRUPT, StringType())])
 
 
-def _raw(path: str) -> Column:
-    """A raw field: `name`, or a nested `a.b.c` (null when any object on the way is missing)."""
-    column = F.col("_r")
+def _raw(path: str, parsed: str = "_v") -> Column:
+    """A raw field: `name`, or a nested `a.b.c` (null when any object on the way is missing), of the
+    record as read (`_v`: the line, or its clean copy where non-standard numbers are read), or of the
+    lenient parse of the line itself (`_r`)."""
+    column = F.col(parsed)
     for part in path.split("."):
         column = column.getField(part)
     return column
@@ -81,14 +85,14 @@ def _objects_on_paths(paths: list[str]) -> list[str]:
     return sorted({".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)})
 
 
-def _not_an_object(paths: list[str]) -> Column:
+def _not_an_object(paths: list[str], line: Column) -> Column:
     """The first path that should hold an object for a field of `paths` but holds another value, or null.
 
     Spark's parser then flags the record as corrupt although it is valid JSON (it still reads the rest):
     such a record is an `invalid_field` naming that path, not `malformed_json`.
     """
     checks = [
-        F.when(~F.trim(F.get_json_object("line", f"$.{path}")).startswith("{"), F.lit(path))
+        F.when(~F.trim(F.get_json_object(line, f"$.{path}")).startswith("{"), F.lit(path))
         for path in _objects_on_paths(paths)
     ]
     return F.coalesce(*checks, F.lit(None).cast("string"))
@@ -140,7 +144,26 @@ def _typed(text: Column, kind: str) -> Column:
     return value
 
 
-def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, Column], Column]:
+def _number_tokens(version: SchemaVersion, reading: str, columns: dict[str, Column]) -> list[Column]:
+    """Where the version reads non-standard numbers (`null`, `keep`), the fields whose token makes the
+    record an `invalid_field`; with `keep`, a `double` field's token becomes its value in `columns`."""
+    if reading == "quarantine":  # such a record never gets this far: it is a `non_standard_number`
+        return []
+    lenient, clean, tokens = F.col("_r"), F.col("_rc"), F.col("_numbers_only")
+    invalid = [
+        F.when(tokens & numbers.nested_token(lenient, clean, name), F.lit(name)) for name in version.fields
+    ]
+    if reading == "keep":
+        for name, kind in version.fields.items():
+            held = tokens & numbers.token_at(lenient, clean, name)
+            if kind == "double":
+                columns[name] = F.when(held, numbers.token_as_double(lenient, name)).otherwise(columns[name])
+            else:
+                invalid.append(F.when(held, F.lit(name)))
+    return invalid
+
+
+def _upcast(version: SchemaVersion, latest: dict[str, str], reading: str) -> tuple[dict[str, Column], Column]:
     """The version's payload as latest-schema columns, and the name of its first ill-typed field."""
     columns = {name: _typed(_raw(name), kind) for name, kind in version.fields.items()}
     types = dict(version.fields)
@@ -149,6 +172,7 @@ def _upcast(version: SchemaVersion, latest: dict[str, str]) -> tuple[dict[str, C
         for name, kind in version.fields.items()
         if kind != "string"
     ]
+    invalid += _number_tokens(version, reading, columns)
     for step in version.upcast:
         match step:
             case Rename(rename=rename):
@@ -224,10 +248,19 @@ def _values_on_line(line: Column) -> Column:
     return F.json_array_length(F.concat(F.lit("["), separated, F.lit("]")))
 
 
-def _malformed_detail(line: Column) -> Column:
-    lenient_only = F.col("_r").isNotNull() & _raw(CORRUPT).isNull()  # Spark read an object, Jackson did not
-    return F.when(line.contains("\u0000"), F.lit("NUL byte")).when(
-        lenient_only, F.lit("text after the JSON object, or a non-standard value")
+def _malformed_detail(line: Column, tokens: Column) -> Column:
+    """Why a line is not JSON, where that can be told: a NUL byte, or what only Spark's lenient parser
+    accepts (it reads the first value of a line, and single-quoted text), with the non-standard
+    numbers the line also holds named (`tokens`, null when it holds none)."""
+    # Spark read an object, Jackson did not.
+    lenient_only = F.col("_r").isNotNull() & _raw(CORRUPT, "_r").isNull()
+    not_strict = F.lit("text after the JSON object, or single-quoted text")
+    return (
+        F.when(line.contains("\u0000"), F.lit("NUL byte"))
+        .when(
+            lenient_only & tokens.isNotNull(), F.concat(not_strict, F.lit("; the line also holds "), tokens)
+        )
+        .when(lenient_only, not_strict)
     )
 
 
@@ -239,10 +272,20 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     earlier day, reason `before_first_partition`, or any record of an ingestion hour before it) is
     attributed to the first partition's start, so that it is counted there instead of nowhere.
     """
-    parsed = lines.withColumn(
-        "_r",
-        F.from_json("line", _raw_schema(spec), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}),
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    parsed = (
+        lines.withColumn("_r", F.from_json("line", _raw_schema(spec), options))
+        .withColumn("_valid", _one_object(F.col("line")))
+        # Non-standard numbers (`numbers.py`): a line whose only defect they are is read from its clean copy.
+        .withColumn("_clean", numbers.clean_line(F.col("line"), F.col("_valid")))
+        .withColumn(
+            "_numbers_only",
+            F.coalesce(F.col("_clean").isNotNull() & _one_object(F.col("_clean")), F.lit(False)),
+        )
+        .withColumn("_rc", F.when(F.col("_numbers_only"), F.from_json("_clean", _raw_schema(spec), options)))
+        .withColumn("_v", F.when(F.col("_numbers_only"), F.col("_rc")).otherwise(F.col("_r")))
     )
+    strict_line = F.coalesce(F.col("_clean"), F.col("line"))
     version = None
     for candidate in reversed(spec.schema_versions):  # the newest matching rule wins
         rule = _matches(candidate)
@@ -255,16 +298,23 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     # object holds another value: that record is read, and the path is an invalid field of the versions
     # declaring a field inside it. Only streams with nested fields can meet it.
     shape_only = _raw(CORRUPT).isNotNull() & F.lit(bool(_objects_on_paths(spec.source_fields())))
-    shape_only = shape_only & F.col("_valid") & _not_an_object(spec.source_fields()).isNotNull()
-    parsed = parsed.withColumn("_valid", _one_object(F.col("line")))
-    corrupt = F.col("_r").isNull() | (_raw(CORRUPT).isNotNull() & ~shape_only) | ~F.col("_valid")
+    readable = F.col("_valid") | F.col("_numbers_only")
+    shape_only = shape_only & readable & _not_an_object(spec.source_fields(), strict_line).isNotNull()
+    corrupt = F.col("_v").isNull() | (_raw(CORRUPT).isNotNull() & ~shape_only) | ~readable
     parsed = parsed.withColumn("_schema_version", F.when(~corrupt, version).cast("int"))
     shape = {
-        v.version: F.when(_raw(CORRUPT).isNotNull(), _not_an_object(_version_paths(spec, v)))
+        v.version: F.when(_raw(CORRUPT).isNotNull(), _not_an_object(_version_paths(spec, v), strict_line))
         for v in spec.schema_versions
     }
 
-    upcasts = {v.version: _upcast(v, spec.latest.fields) for v in spec.schema_versions}
+    upcasts = {
+        v.version: _upcast(v, spec.latest.fields, spec.number_reading(v)) for v in spec.schema_versions
+    }
+    # How the record's version reads non-standard numbers (the stream's setting when no version matched).
+    reading = F.coalesce(
+        _by_version(spec, {v.version: F.lit(spec.number_reading(v)) for v in spec.schema_versions}),
+        F.lit(spec.non_standard_numbers),
+    )
     payload = {
         name: _by_version(spec, {n: cols[name] for n, (cols, _) in upcasts.items()}).alias(column_name(name))
         for name in spec.latest.fields
@@ -280,8 +330,9 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
     reason = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect"))
-        .when(corrupt & (_values_on_line(F.col("line")) > 1), "multiple_json_values")
+        .when(corrupt & (_values_on_line(strict_line) > 1), "multiple_json_values")
         .when(corrupt, "malformed_json")
+        .when(F.col("_numbers_only") & (F.col("_reading") == "quarantine"), "non_standard_number")
         .when(F.col("_schema_version").isNull(), "unknown_schema_version")
         .when(F.col("event_id").isNull() | (F.col("event_id") == ""), "missing_event_id")
         .when(F.col("event_time").isNull(), "unparseable_event_time")
@@ -293,15 +344,19 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     reason_col = F.col("_reason")
     detail = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect_detail"))
-        .when(reason_col == "malformed_json", _malformed_detail(F.col("line")))
+        .when(reason_col == "malformed_json", _malformed_detail(F.col("line"), F.col("_tokens")))
         .when(
             reason_col == "multiple_json_values",
             F.format_string(
                 "%d JSON values on one line (records written without a delimiter)",
-                _values_on_line(F.col("line")),
+                _values_on_line(strict_line),
             ),
         )
-        .when(reason_col == "unparseable_event_time", _raw(spec.event_time.field))
+        .when(reason_col == "non_standard_number", F.col("_tokens"))
+        .when(
+            reason_col == "unparseable_event_time",
+            F.coalesce(_raw(spec.event_time.field), numbers.token_text(F.col("_r"), spec.event_time.field)),
+        )
         .when(reason_col == "invalid_field", F.col("_invalid_field"))
         .when(
             reason_col.isin("too_late", "clock_skew", "before_first_partition"),
@@ -335,7 +390,18 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             invalid_field.alias("_invalid_field"),
             *payload.values(),
             "_r",
+            "_rc",
+            "_v",
             "_valid",
+            "_clean",
+            "_numbers_only",
+            reading.alias("_reading"),
+            F.when(
+                F.col("_clean").isNotNull(),
+                numbers.token_detail(
+                    F.col("_r"), F.col("_rc"), spec.source_fields(), F.col("line"), F.col("_numbers_only")
+                ),
+            ).alias("_tokens"),
         )
         .withColumn("_reason", reason)
         .withColumn("_detail", detail)
@@ -346,5 +412,16 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
                 F.lit(first),
             ),
         )
-        .drop("_r", "_valid", "_defect", "_defect_detail")
+        .drop(
+            "_r",
+            "_rc",
+            "_v",
+            "_valid",
+            "_clean",
+            "_numbers_only",
+            "_reading",
+            "_tokens",
+            "_defect",
+            "_defect_detail",
+        )
     )

@@ -1,0 +1,92 @@
+"""Does the archive hold non-standard numbers? A sample of records, read before any run.
+
+Python producers write a missing float as `NaN` (and an infinite one as `Infinity`), which is not JSON:
+a stream that does not declare how to read them (`non_standard_numbers`) has every such record
+quarantined. `plan` reads a few hundred records of a few files spread over the range and says whether
+such tokens occur, in which fields, and which setting would read them. Python's own parser finds the
+tokens exactly (its `parse_constant` hook is called for them only, never for text inside a string).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from rich.markup import escape
+
+from backfill_platform.pipeline.archive.listing import ArchiveFile
+from backfill_platform.pipeline.archive.records import RecordFormat, iter_records
+from backfill_platform.specs.stream import StreamSpec
+
+SAMPLED_FILES = 8
+RECORDS_PER_FILE = 250
+
+
+@dataclass
+class NumberSample:
+    """How many sampled records hold a non-standard number, and where (token in field -> records)."""
+
+    records: int = 0
+    holding: int = 0
+    fields: Counter = field(default_factory=Counter)
+
+    def advice(self, spec: StreamSpec) -> str | None:
+        """One line for the plan when the sample found tokens, or None."""
+        if not self.holding:
+            return None
+        # Field names come from the data: escaped, so that `[red]` in a key is not taken as markup.
+        where = escape(
+            ", ".join(f"{token} in {name!r} ({n})" for (token, name), n in self.fields.most_common(5))
+        )
+        found = (
+            f"{self.holding:,} of {self.records:,} sampled records hold non-standard numbers "
+            f"(Python's json.dumps writes a missing float as NaN): {where}"
+        )
+        if spec.non_standard_numbers == "quarantine":
+            return (
+                f"[yellow]{found}; with `non_standard_numbers: quarantine` (the default) they are "
+                "quarantined as `non_standard_number`: declare `non_standard_numbers: null` to read them "
+                "as missing values, or `keep` to store NaN and ±Infinity in double fields"
+            )
+        return f"{found}; read with `non_standard_numbers: {spec.non_standard_numbers}`"
+
+
+class _Token(str):
+    """A non-standard number as the parser met it."""
+
+
+def _paths_of_tokens(value: Any, path: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, _Token):
+        return [(str(value), path or "(record)")]
+    if isinstance(value, dict):
+        return [
+            hit for key, item in value.items() for hit in _paths_of_tokens(item, f"{path}.{key}".lstrip("."))
+        ]
+    if isinstance(value, list):
+        return [hit for item in value for hit in _paths_of_tokens(item, f"{path}[]")]
+    return []
+
+
+def sample_numbers(spec: StreamSpec, files: list[ArchiveFile]) -> NumberSample:
+    """Read up to RECORDS_PER_FILE records of SAMPLED_FILES files spread evenly over `files`."""
+    sample = NumberSample()
+    step = max(1, len(files) // SAMPLED_FILES)
+    fmt = RecordFormat.of(spec.archive)
+    for archive_file in files[::step][:SAMPLED_FILES]:
+        for record in islice(iter_records(archive_file.path, fmt, archive_file.reader), RECORDS_PER_FILE):
+            text = record[1]
+            if text is None:
+                continue
+            sample.records += 1
+            try:
+                parsed = json.loads(text, parse_constant=_Token)
+            except ValueError:  # malformed: the ingestion names it; not this sample's concern
+                continue
+            hits = _paths_of_tokens(parsed)
+            if hits:
+                sample.holding += 1
+                sample.fields.update(set(hits))
+    return sample
