@@ -1,9 +1,9 @@
 """Non-standard numbers (`NaN`, `Infinity`, `-Infinity`), as Python producers write them.
 
 One small archive of such lines is ingested three times, once per `non_standard_numbers` setting
-(`quarantine`, the default; `null`; `keep`), and every line's outcome and detail are asserted; then the
+(`quarantine`, the default; `missing`; `keep`), and every line's outcome and detail are asserted; then the
 session's generated archive, rewritten as a Python producer would write it (NaN for a missing position in
-15% of the records), goes through events, the demo dataset and production: with `null` production equals
+15% of the records), goes through events, the demo dataset and production: with `missing` production equals
 an independent computation, with the default every day is held back and the check names the reason.
 """
 
@@ -19,6 +19,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
+from pydantic import ValidationError
 from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.truth import HOUR_MS, classify_line, ms_to_day, read_archive
@@ -78,7 +80,7 @@ LINES: dict[str, tuple[str, tuple[str, str, str]]] = {
     ),
     "lowercase_nan": (f'{{"event_id":"lowercase_nan","event_time":"{AT}","score":nan}}', ("malformed_json",) * 3),
 }  # fmt: skip
-SETTINGS = ("quarantine", "null", "keep")
+SETTINGS = ("quarantine", "missing", "keep")
 
 
 def _spec(name: str, location: Path, setting: str) -> StreamSpec:
@@ -155,7 +157,7 @@ def test_the_detail_names_the_token_and_the_field(ingested):
 
 def test_null_reads_the_token_as_missing_and_keep_stores_it_in_doubles(ingested):
     setting, _, events, _ = ingested
-    if setting == "null":
+    if setting == "missing":
         assert (
             events["nan_in_optional_field"]["race"] is None
             and events["nan_in_optional_field"]["score"] == 1.5
@@ -239,7 +241,9 @@ def _independent_views(root: Path, spec: StreamSpec, days: set[str]) -> dict[tup
 
 
 def test_null_promotes_what_an_independent_reader_computes(spark, spark_resource, playback, python_archive):
-    stream = stream_copy(playback, python_archive.parents[1], "python_playback", non_standard_numbers="null")
+    stream = stream_copy(
+        playback, python_archive.parents[1], "python_playback", non_standard_numbers="missing"
+    )
     views = dataset("views_python_producer", source_stream=stream.name)
     result = run(spark_resource, [build_events_asset(stream), *promotion_chain(views, stream)], D2, D3)
     assert result.success, [c.metadata for c in result.get_asset_check_evaluations() if not c.passed]
@@ -277,11 +281,21 @@ def test_plan_says_the_archive_holds_them_and_which_setting_reads_them(playback,
     strict = stream_copy(playback, python_archive.parents[1], python_archive.name)
     summary = "\n".join(plan_summary(build_plan(strict, [], D2, D3)))
     assert "sampled records hold non-standard numbers" in summary
-    assert "NaN in 'position_sec'" in summary and "non_standard_numbers: null" in summary
+    assert "NaN in 'position_sec'" in summary and "non_standard_numbers: missing" in summary
     reading = stream_copy(
-        playback, python_archive.parents[1], python_archive.name, non_standard_numbers="null"
+        playback, python_archive.parents[1], python_archive.name, non_standard_numbers="missing"
     )
-    assert "read with `non_standard_numbers: null`" in "\n".join(
+    assert "read with `non_standard_numbers: missing`" in "\n".join(
         plan_summary(build_plan(reading, [], D2, D3))
     )
     assert "non-standard" not in "\n".join(plan_summary(build_plan(playback, [], D2, D3)))
+
+
+def test_a_bare_yaml_null_is_refused_naming_the_setting(tmp_path):
+    raw = _spec("yaml_null", tmp_path, "quarantine").model_dump()
+    for where in (raw, raw["schema_versions"][0]):
+        where["non_standard_numbers"] = yaml.safe_load("x: null")["x"]
+        with pytest.raises(ValidationError, match="write `missing`"):
+            StreamSpec.model_validate(raw)
+        where["non_standard_numbers"] = "missing"
+    assert StreamSpec.model_validate(raw).number_reading(StreamSpec.model_validate(raw).latest) == "missing"

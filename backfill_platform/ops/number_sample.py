@@ -48,7 +48,7 @@ class NumberSample:
         if spec.non_standard_numbers == "quarantine":
             return (
                 f"[yellow]{found}; with `non_standard_numbers: quarantine` (the default) they are "
-                "quarantined as `non_standard_number`: declare `non_standard_numbers: null` to read them "
+                "quarantined as `non_standard_number`: declare `non_standard_numbers: missing` to read them "
                 "as missing values, or `keep` to store NaN and ±Infinity in double fields"
             )
         return f"{found}; read with `non_standard_numbers: {spec.non_standard_numbers}`"

@@ -28,11 +28,11 @@ from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
 TimeFormat = Literal["iso8601", "epoch_seconds", "epoch_millis", "epoch_micros"]
 # How the producer's non-standard JSON numbers (`NaN`, `Infinity`, `-Infinity`) are read (`events/numbers.py`).
-NonStandardNumbers = Literal["quarantine", "null", "keep"]
+NonStandardNumbers = Literal["quarantine", "missing", "keep"]
 NON_STANDARD_NUMBERS_DESCRIPTION = (
     "How to read the non-standard numbers `NaN`, `Infinity` and `-Infinity` (Python's `json.dumps` writes a "
     "missing or infinite float so): `quarantine` the record as `non_standard_number`, naming the token and "
-    "the field; `null`: the token is a missing value in any field; `keep`: NaN and ±Infinity are kept "
+    "the field; `missing`: the token is a missing value in any field; `keep`: NaN and ±Infinity are kept "
     "in `double` fields, and in a field of any other type the record is an `invalid_field`."
 )
 # Bounds of the durations a stream may declare: beyond them a read window or horizon is absurd (and
@@ -83,6 +83,15 @@ class SequenceSpec(SpecModel):
     field: FieldPath = Field(description="Raw field holding the producer's sequence number (an integer).")
 
 
+def _refuse_yaml_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError(
+            "YAML reads a bare `null` as no value: write `missing` to read the tokens as missing values "
+            "(or `quarantine`, `keep`), or leave the field out"
+        )
+    return value
+
+
 class SchemaVersion(SpecModel):
     version: int = Field(
         ge=1, description="Version number; the highest is the latest, which the events table has."
@@ -101,6 +110,11 @@ class SchemaVersion(SpecModel):
     non_standard_numbers: NonStandardNumbers | None = Field(
         default=None, description="Overrides the stream's `non_standard_numbers` for records of this version."
     )
+
+    @field_validator("non_standard_numbers", mode="before")
+    @classmethod
+    def _not_yaml_null(cls, value: Any) -> Any:
+        return _refuse_yaml_null(value)
 
 
 class StreamSpec(SpecModel):
@@ -302,6 +316,11 @@ class StreamSpec(SpecModel):
                     "either a value or an object holding fields, in every version"
                 )
         return self
+
+    @field_validator("non_standard_numbers", mode="before")
+    @classmethod
+    def _not_yaml_null(cls, value: Any) -> Any:
+        return _refuse_yaml_null(value)
 
     @property
     def latest(self) -> SchemaVersion:

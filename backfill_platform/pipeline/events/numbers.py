@@ -4,7 +4,7 @@ Python's `json.dumps` writes a missing float as `NaN` (and an infinite one as `I
 otherwise. That is not JSON: the strict parse that guards against text after a record (`parse._one_object`)
 refuses the line, while Spark's lenient parser reads the token (as the text `"NaN"`, and `1e400` as
 `"Infinity"` too, so the lenient value alone cannot tell them apart). A stream says how its producer's
-tokens are read (`non_standard_numbers`: `quarantine`, `null`, `keep`); whatever it says, a line is read
+tokens are read (`non_standard_numbers`: `quarantine`, `missing`, `keep`); whatever it says, a line is read
 only when the tokens are its *only* defect, proven by a second strict parse of the line with each token
 replaced by `null`. That copy is the "clean" line; comparing each declared field in both parses says
 which fields held a token: a field Spark read from the original line but that is null in the clean one.

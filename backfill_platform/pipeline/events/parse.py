@@ -145,7 +145,7 @@ def _typed(text: Column, kind: str) -> Column:
 
 
 def _number_tokens(version: SchemaVersion, reading: str, columns: dict[str, Column]) -> list[Column]:
-    """Where the version reads non-standard numbers (`null`, `keep`), the fields whose token makes the
+    """Where the version reads non-standard numbers (`missing`, `keep`), the fields whose token makes the
     record an `invalid_field`; with `keep`, a `double` field's token becomes its value in `columns`."""
     if reading == "quarantine":  # such a record never gets this far: it is a `non_standard_number`
         return []
