@@ -228,3 +228,57 @@ def test_no_jar_of_the_old_sources_is_left_in_the_set_up():
         ["git", "ls-files", "*.jar"], cwd=repo, capture_output=True, text=True, check=False
     ).stdout
     assert listed == ""
+
+
+def test_spark_and_pyiceberg_share_an_s3_warehouse_through_the_aws_bundle(
+    spark, moto, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """`iceberg-aws-bundle` is what lets Spark write an `s3://` warehouse (Iceberg's S3FileIO, no hadoop-aws):
+    a catalog of its own on moto's S3, written by Spark, read back by Spark and by PyIceberg."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    bucket = "jvm-jars-warehouse"
+    moto.client("s3").create_bucket(Bucket=bucket)
+    s3 = {
+        "s3.endpoint": moto.endpoint_url,
+        "s3.path-style-access": "true",
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+    }
+    prefix = "spark.sql.catalog.s3lake"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "jdbc",
+        f"{prefix}.uri": f"jdbc:sqlite:{tmp_path}/catalog.db",
+        f"{prefix}.jdbc.schema-version": "V1",
+        f"{prefix}.warehouse": f"s3://{bucket}/warehouse",
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{prefix}.client.region": moto.region,
+        **{f"{prefix}.{key}": value for key, value in s3.items()},
+    }
+    for key, value in conf.items():  # a catalog is loaded on first use, so it can be added to a session
+        spark.conf.set(key, value)
+    request.addfinalizer(lambda: [spark.conf.unset(key) for key in conf])
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS s3lake.db")
+    spark.sql(
+        "CREATE TABLE s3lake.db.t (id bigint, label string) USING iceberg TBLPROPERTIES ('format-version'='2')"
+    )
+    spark.sql("INSERT INTO s3lake.db.t VALUES (1, 'a'), (2, 'b')")
+    assert sorted(tuple(r) for r in spark.sql("SELECT id, label FROM s3lake.db.t").collect()) == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    listed = moto.client("s3").list_objects_v2(Bucket=bucket, Prefix="warehouse/db/t/data/")
+    assert any(item["Key"].endswith(".parquet") for item in listed.get("Contents", []))
+
+    catalog = SqlCatalog(
+        "s3lake",
+        uri=f"sqlite:///{tmp_path}/catalog.db",
+        warehouse=f"s3://{bucket}/warehouse",
+        **{**s3, "s3.region": moto.region},
+    )
+    arrow = catalog.load_table(("db", "t")).scan().to_arrow()
+    assert sorted(zip(arrow.column("id").to_pylist(), arrow.column("label").to_pylist(), strict=True)) == [
+        (1, "a"),
+        (2, "b"),
+    ]
