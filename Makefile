@@ -1,6 +1,7 @@
 # backfill_platform developer entry points (GNU make). Every target runs from the repository root.
 #
-#   make setup       system packages (only the missing ones), .venv, editable install, Iceberg jar repair
+#   make setup       system packages (only the missing ones), .venv, editable install, the JVM jars (Maven)
+#   make jars        the JVM jars of lakehouse/jvm/pom.xml, by Maven coordinates, verified (make jars-lock after a version change)
 #   make demo        run the end-to-end demo
 #   make test        run the test suite (what CI runs, via .ci/run); TEST_ORDER=random or reverse
 #   make lint        ruff check + ruff format --check
@@ -20,16 +21,27 @@ BIN := $(VENV)/bin
 INSTALL_STAMP := $(VENV)/.install-stamp
 
 # What `setup` probes for; each missing one is installed from its Debian package.
-JAVA ?= java
-SQLITE_JDBC_JAR ?= /usr/share/java/sqlite-jdbc.jar
-JARJAR_JAR ?= /usr/share/java/jarjar.jar
-# Team tier: the PostgreSQL JDBC driver (Iceberg catalog on PostgreSQL) and PostgreSQL's server binaries
-# (the team-tier test starts a throwaway server with them).
-POSTGRES_JDBC_JAR ?= /usr/share/java/postgresql.jar
+# Spark 3.5 runs on Java 8/11/17 only, and a machine may export another JAVA_HOME (ours have a Temurin 25
+# beside Java 17): every recipe (Maven, Spark, the tests) gets the JAVA_HOME of a Java 17, the first of:
+# JAVA_HOME if it is a 17, the JDK of `java` on PATH if it is a 17, any 17 under /usr/lib/jvm; failing
+# those, the path where Debian's openjdk-17-jre-headless installs, which system-deps then installs.
+ifndef JAVA17_HOME
+JAVA17_HOME := $(shell for home in "$${JAVA_HOME:-}" \
+	"$$(readlink -f "$$(command -v java)" 2>/dev/null | sed 's:/bin/java$$::')" /usr/lib/jvm/*; do \
+	if grep -qs '^JAVA_VERSION="17[."]' "$$home/release" && [ -x "$$home/bin/java" ]; then \
+	echo "$$home"; break; fi; done)
+endif
+ifeq ($(strip $(JAVA17_HOME)),)
+JAVA17_HOME := /usr/lib/jvm/java-17-openjdk-$(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+endif
+export JAVA_HOME := $(JAVA17_HOME)
+# Maven resolves the jars declared in backfill_platform/lakehouse/jvm/pom.xml (`make jars`).
+MVN ?= mvn
+# Team tier: PostgreSQL's server binaries (the team-tier test starts a throwaway server with them).
 POSTGRES_INITDB_GLOB ?= /usr/lib/postgresql/*/bin/initdb
 # Headless browser of the UI tests (driven by the `playwright` package, which downloads no browser).
 CHROMIUM ?= /usr/bin/chromium
-# Override to dry-run the install branch, e.g. `make system-deps APT_GET='echo apt-get' JAVA=nojava`.
+# Override to dry-run the install branch, e.g. `make system-deps APT_GET='echo apt-get' MVN=nomvn`.
 APT_GET ?= apt-get
 
 UI_HOST ?= 127.0.0.1
@@ -43,6 +55,9 @@ TEST_ORDER_ARGS_file :=
 TEST_ORDER_ARGS_random := -p randomly
 TEST_ORDER_ARGS_reverse := --reverse
 BENCH_ARGS ?=
+# Arguments of `make jars` (backfill_platform.devtools.jvm_jars), e.g. JARS_ARGS=--offline, or
+# JARS_ARGS='--force --maven-arg=-Dmaven.repo.local=/tmp/m2' to resolve from an empty local repository.
+JARS_ARGS ?=
 
 # Spark binds to loopback.
 export SPARK_LOCAL_IP := 127.0.0.1
@@ -63,9 +78,8 @@ export DAGSTER_HOME
 # dagster.yaml turns telemetry off, but the daemon's upload thread still creates logs/ and .logs_queue/
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
-export JARJAR_JAR
 
-.PHONY: help setup system-deps venv jars demo test lint ui bench bench-scale clean-data
+.PHONY: help setup system-deps venv jars jars-lock demo test lint ui bench bench-scale clean-data
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -75,10 +89,8 @@ setup: system-deps venv jars
 # Install only what is missing, after one `apt-get update`.
 system-deps:
 	@missing=(); \
-	command -v $(JAVA) >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless); \
-	[ -e $(SQLITE_JDBC_JAR) ] || missing+=(libxerial-sqlite-jdbc-java); \
-	[ -e $(JARJAR_JAR) ] || missing+=(libjarjar-java); \
-	[ -e $(POSTGRES_JDBC_JAR) ] || missing+=(libpostgresql-jdbc-java); \
+	[ -x '$(JAVA17_HOME)/bin/java' ] || missing+=(openjdk-17-jre-headless); \
+	command -v $(MVN) >/dev/null 2>&1 || missing+=(maven); \
 	compgen -G '$(POSTGRES_INITDB_GLOB)' >/dev/null || missing+=(postgresql); \
 	[ -e $(CHROMIUM) ] || missing+=(chromium); \
 	if [ $${#missing[@]} -eq 0 ]; then exit 0; fi; \
@@ -107,9 +119,16 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
 	touch $@
 
-# Builds the relocated Jackson jar the bundled Iceberg runtime lacks; a no-op once it exists.
+# Copies the jars declared by Maven coordinates (backfill_platform/lakehouse/jvm/pom.xml) from the local
+# Maven repository, downloading what it lacks, into .venv/share/backfill_platform/jars, and checks them
+# against jvm/jars.sha256; a no-op (no Maven start) once that folder verifies.
 jars: system-deps venv
-	$(BIN)/python -m backfill_platform.devtools.jar_repair --jarjar $(JARJAR_JAR)
+	$(BIN)/python -m backfill_platform.devtools.jvm_jars $(JARS_ARGS)
+
+# After changing a version in the pom: resolve, and rewrite jvm/jars.sha256 from what Maven downloaded
+# (with its checksums against Maven Central enforced). Commit both files.
+jars-lock: system-deps venv
+	$(BIN)/python -m backfill_platform.devtools.jvm_jars --lock $(JARS_ARGS)
 
 demo: setup
 	$(BIN)/backfill-platform demo

@@ -1,1 +1,1 @@
-"""Development tooling: the demo, the benchmark, the synthetic archive, jar repair."""
+"""Development tooling: the demo, the benchmark, the synthetic archive, the JVM jars' resolution."""

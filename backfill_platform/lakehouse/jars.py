@@ -1,90 +1,155 @@
-"""Where the Iceberg runtime jars come from.
+"""The jars Spark is given: declared by Maven coordinates, resolved once at set-up, never at run time.
 
-The only offline source of an Iceberg runtime for Spark 3.5 is the `snowpark-connect-deps-iceberg` wheel,
-whose jar lacks its relocated Jackson classes. `make setup` repairs that once (see `jar_repair`) and puts
-the result beside the Python environment, so every process of that environment finds it without
-configuration. A deployment that has a complete runtime jar names it in `BACKFILL_PLATFORM_ICEBERG_JARS`.
+`jvm/pom.xml` (beside this module) declares every JVM dependency once, with a pinned version: the Iceberg
+Spark runtime, Iceberg's AWS bundle (S3FileIO) and the JDBC drivers of the catalog databases (SQLite for
+the embedded tier, PostgreSQL for the team tier). `make jars` (`backfill_platform.devtools.jvm_jars`)
+copies exactly those jars from Maven into `jar_dir()`, a folder of the Python environment, and checks
+them against `jvm/jars.sha256`; every process of that environment then finds them without configuration.
+Starting Spark only lists that folder: nothing is downloaded at import or at run time.
 
-The catalog database's JDBC driver follows the catalog URI: `jdbc:sqlite:` takes Debian's SQLite driver,
-`jdbc:postgresql:` Debian's PostgreSQL driver (`libpostgresql-jdbc-java`, installed by `make setup`); it is
-added to the Iceberg jars whichever way those were found, so no tier lists a driver by hand.
+A cluster that provides its own jars names them in `BACKFILL_PLATFORM_ICEBERG_JARS`; the catalog's JDBC
+driver is added to such a list when the list names none and the environment has the declared one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
-SPARK_RUNTIME_JAR_GLOB = "iceberg-spark-runtime-3.5_2.12-*.jar"
-RELOCATED_JACKSON_JAR = "iceberg-jackson-relocated.jar"
-SQLITE_JDBC_JAR = Path("/usr/share/java/sqlite-jdbc.jar")
-POSTGRES_JDBC_JAR = Path("/usr/share/java/postgresql.jar")
-# JDBC URI prefix -> (driver jar, the Debian package that provides it).
+JVM_DIR = Path(__file__).resolve().parent / "jvm"
+POM = JVM_DIR / "pom.xml"
+LOCK = JVM_DIR / "jars.sha256"
+_POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+# JDBC URI prefix -> the declared driver's group:artifact.
 JDBC_DRIVERS = {
-    "jdbc:sqlite:": (SQLITE_JDBC_JAR, "libxerial-sqlite-jdbc-java"),
-    "jdbc:postgresql:": (POSTGRES_JDBC_JAR, "libpostgresql-jdbc-java"),
+    "jdbc:sqlite:": "org.xerial:sqlite-jdbc",
+    "jdbc:postgresql:": "org.postgresql:postgresql",
 }
 
 
-def bundled_runtime_jar() -> Path:
-    """The Iceberg Spark runtime jar shipped in the `snowpark_connect_deps_iceberg` wheel."""
-    import snowpark_connect_deps_iceberg  # imported lazily: only needed when Spark starts
+@dataclass(frozen=True, order=True)
+class Coordinate:
+    """One declared jar: Maven's group:artifact:version."""
 
-    jar_dir = Path(next(iter(snowpark_connect_deps_iceberg.__path__))) / "jars"
-    matches = sorted(jar_dir.glob(SPARK_RUNTIME_JAR_GLOB))
-    if not matches:
-        raise FileNotFoundError(f"no {SPARK_RUNTIME_JAR_GLOB} in {jar_dir}; reinstall with `make setup`")
-    return matches[-1]
+    group: str
+    artifact: str
+    version: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}:{self.artifact}"
+
+    @property
+    def file_name(self) -> str:
+        """The name `mvn dependency:copy-dependencies` gives the jar."""
+        return f"{self.artifact}-{self.version}.jar"
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
 
 
-def repaired_jar_dir() -> Path:
-    """Folder of jars built by `make setup` for this Python environment (not under version control)."""
+def declared_jars(pom: Path = POM) -> tuple[Coordinate, ...]:
+    """The coordinates `pom` declares, in its order, with `${property}` versions resolved."""
+    root = ET.parse(pom).getroot()
+    properties = {
+        element.tag.split("}", 1)[-1]: (element.text or "").strip()
+        for element in root.findall("m:properties/*", _POM_NS)
+    }
+
+    def text(element: ET.Element, tag: str) -> str:
+        value = (element.findtext(f"m:{tag}", default="", namespaces=_POM_NS) or "").strip()
+        resolved = re.sub(
+            r"\$\{([^}]+)\}", lambda match: properties.get(match.group(1), match.group(0)), value
+        )
+        if not resolved or "${" in resolved:
+            raise ValueError(f"{pom}: a dependency has no usable <{tag}> ({value!r})")
+        return resolved
+
+    return tuple(
+        Coordinate(text(dep, "groupId"), text(dep, "artifactId"), text(dep, "version"))
+        for dep in root.findall("m:dependencies/m:dependency", _POM_NS)
+    )
+
+
+def locked_hashes(lock: Path = LOCK) -> dict[str, str]:
+    """File name -> SHA-256 of each declared jar, as recorded in `lock` (`sha256sum` format)."""
+    hashes: dict[str, str] = {}
+    for line in lock.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            digest, name = line.split(maxsplit=1)
+            hashes[name.lstrip("*").strip()] = digest.lower()
+    return hashes
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def jar_dir() -> Path:
+    """Folder of the declared jars for this Python environment (filled by `make jars`, not versioned)."""
     return Path(sys.prefix) / "share" / "backfill_platform" / "jars"
 
 
-def relocated_jackson_jar() -> Path:
-    return repaired_jar_dir() / RELOCATED_JACKSON_JAR
+def folder_problems(folder: Path, *, hashes: bool = True) -> list[str]:
+    """What keeps `folder` from holding exactly the declared jars (empty when it does). With `hashes`, each
+    jar's SHA-256 is also compared with the lock file; without, only the file set (cheap, at run time)."""
+    if not folder.is_dir():
+        return [f"{folder} does not exist"]
+    expected = {coordinate.file_name for coordinate in declared_jars()}
+    present = {path.name for path in folder.glob("*.jar")}
+    problems = [f"missing {name}" for name in sorted(expected - present)]
+    problems += [f"not declared: {name}" for name in sorted(present - expected)]
+    if hashes:
+        locked = locked_hashes()
+        problems += [f"not in {LOCK.name}: {name}" for name in sorted(expected - locked.keys())]
+        problems += [
+            f"{name}: SHA-256 differs from {LOCK.name}"
+            for name in sorted(expected & present & locked.keys())
+            if sha256(folder / name) != locked[name]
+        ]
+    return problems
 
 
-def jdbc_driver_jar(jdbc_uri: str) -> Path | None:
-    """The JDBC driver jar for a catalog URI (None for a database this module does not know).
+def default_jars(folder: Path | None = None) -> list[str]:
+    """The declared jars, as paths in `folder` (default `jar_dir()`), in the pom's order. Raises when the
+    folder does not hold exactly them, saying how to fix it."""
+    folder = folder if folder is not None else jar_dir()
+    problems = folder_problems(folder, hashes=False)
+    if problems:
+        raise FileNotFoundError(
+            f"the jar folder {folder} does not hold exactly the jars of {POM} ({'; '.join(problems)}): "
+            "run `make jars` (or `make setup`), or set BACKFILL_PLATFORM_ICEBERG_JARS to jars a cluster provides"
+        )
+    return [str(folder / coordinate.file_name) for coordinate in declared_jars()]
 
-    Raises if the driver of a known database is not installed, naming the package to install."""
-    for prefix, (jar, package) in JDBC_DRIVERS.items():
+
+def jdbc_driver_jar(jdbc_uri: str, folder: Path | None = None) -> Path | None:
+    """The declared JDBC driver jar for a catalog URI, if this environment has it (None for a database
+    this module does not know, or when `make jars` has not run)."""
+    for prefix, key in JDBC_DRIVERS.items():
         if jdbc_uri.startswith(prefix):
-            if not jar.exists():
-                raise FileNotFoundError(
-                    f"{jar} is missing (JDBC driver for {prefix}… catalogs): run `make setup`, or "
-                    f"`apt-get install {package}`, or name a driver jar in BACKFILL_PLATFORM_ICEBERG_JARS"
-                )
-            return jar
+            coordinate = next(c for c in declared_jars() if c.key == key)
+            jar = (folder if folder is not None else jar_dir()) / coordinate.file_name
+            return jar if jar.is_file() else None
     return None
 
 
-def with_jdbc_driver(jars: list[str], jdbc_uri: str) -> list[str]:
-    """A jar list named by hand (BACKFILL_PLATFORM_ICEBERG_JARS) plus the catalog's JDBC driver when it is
-    installed and the list names no driver of that kind (by file name); if it is not installed, the list
-    is taken to provide a driver itself."""
-    try:
-        driver = jdbc_driver_jar(jdbc_uri)
-    except FileNotFoundError:
-        return jars
+def with_jdbc_driver(jars: list[str], jdbc_uri: str, folder: Path | None = None) -> list[str]:
+    """A jar list named by hand (BACKFILL_PLATFORM_ICEBERG_JARS) plus the catalog's declared JDBC driver,
+    when the list names no jar of that artifact (by file name, any version) and this environment has it;
+    otherwise the list is taken to provide a driver itself."""
+    driver = jdbc_driver_jar(jdbc_uri, folder)
     if driver is None:
         return jars
-    stem = driver.name.removesuffix(".jar")  # sqlite-jdbc-3.45.1.0.jar, postgresql-42.7.4.jar
-    if any(Path(jar).name.startswith(stem) for jar in jars):
+    artifact = next(c.artifact for c in declared_jars() if c.file_name == driver.name)
+    if any(re.match(rf"{re.escape(artifact)}([-.]|$)", Path(jar).name) for jar in jars):
         return jars
     return [*jars, str(driver)]
-
-
-def default_iceberg_jars(jdbc_uri: str = "jdbc:sqlite:") -> list[str]:
-    """Jars for a catalog at `jdbc_uri`: the bundled runtime, its repaired Jackson, and the JDBC driver
-    of the catalog database (SQLite for the embedded tier, PostgreSQL for the team tier)."""
-    jackson = relocated_jackson_jar()
-    if not jackson.exists():
-        raise FileNotFoundError(
-            f"{jackson} is missing: run `make setup` (it repairs the bundled Iceberg runtime jar), "
-            "or set BACKFILL_PLATFORM_ICEBERG_JARS to a complete Iceberg runtime jar"
-        )
-    driver = jdbc_driver_jar(jdbc_uri)
-    return [str(bundled_runtime_jar()), str(jackson), *([str(driver)] if driver else [])]

@@ -1,0 +1,284 @@
+"""The JVM jars: declared once by Maven coordinates, resolved and verified at set-up, exactly them on Spark's
+classpath, and the Iceberg they bring reads and writes the same tables as PyIceberg, both ways.
+
+The session's Spark (conftest) is the one the platform starts everywhere (`spark_from_env`), so what its
+classpath holds is what every run gets.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyspark
+import pytest
+
+from backfill_platform import settings
+from backfill_platform.devtools import jvm_jars
+from backfill_platform.lakehouse import jars
+from backfill_platform.lakehouse.resources import spark_from_env
+from backfill_platform.lakehouse.tables import ensure_table, table_id
+
+RUNTIME = re.compile(r"iceberg-spark-runtime-(\d+\.\d+)_(\d+\.\d+)")
+T0 = datetime(2026, 3, 1, 10, 0, 0)
+
+
+def declared() -> dict[str, jars.Coordinate]:
+    return {coordinate.key: coordinate for coordinate in jars.declared_jars()}
+
+
+def test_every_jar_is_declared_once_with_a_pinned_version():
+    coordinates = jars.declared_jars()
+    assert len({c.key for c in coordinates}) == len(coordinates)
+    assert set(declared()) == {
+        "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12",
+        "org.apache.iceberg:iceberg-aws-bundle",
+        "org.xerial:sqlite-jdbc",
+        "org.postgresql:postgresql",
+    }
+    for coordinate in coordinates:
+        # A plain release: no range, no SNAPSHOT, no LATEST/RELEASE (Maven would pick one each time).
+        assert re.fullmatch(r"\d+(\.\d+)+", coordinate.version), coordinate
+    iceberg = {c.version for c in coordinates if c.group == "org.apache.iceberg"}
+    assert len(iceberg) == 1, f"the runtime and the AWS bundle must share an Iceberg version: {iceberg}"
+    assert declared()["org.postgresql:postgresql"].version.startswith("42.7.")
+    # The lock file covers exactly the declared jars.
+    assert set(jars.locked_hashes()) == {c.file_name for c in coordinates}
+
+
+def test_the_iceberg_runtime_matches_pysparks_spark_line_and_scala():
+    (runtime,) = [c for c in jars.declared_jars() if RUNTIME.match(c.artifact)]
+    spark_line, scala = RUNTIME.match(runtime.artifact).groups()
+    assert pyspark.__version__.startswith(f"{spark_line}.")
+    scala_library = list((Path(next(iter(pyspark.__path__))) / "jars").glob("scala-library-*.jar"))
+    assert [jar.name.startswith(f"scala-library-{scala}.") for jar in scala_library] == [True]
+
+
+def test_the_environments_jar_folder_holds_exactly_the_declared_jars_with_their_checksums():
+    assert jars.folder_problems(jars.jar_dir()) == []
+
+
+def test_a_stray_missing_or_altered_jar_is_refused(tmp_path: Path):
+    folder = tmp_path / "jars"
+    shutil.copytree(jars.jar_dir(), folder)
+    assert jars.folder_problems(folder) == []
+    driver = folder / declared()["org.postgresql:postgresql"].file_name
+    driver.write_bytes(driver.read_bytes()[:-1] + b"x")
+    (folder / "jackson-core-2.15.2.jar").write_bytes(b"")
+    runtime = folder / declared()["org.apache.iceberg:iceberg-spark-runtime-3.5_2.12"].file_name
+    runtime.unlink()
+    problems = jars.folder_problems(folder)
+    assert problems == [
+        f"missing {runtime.name}",
+        "not declared: jackson-core-2.15.2.jar",
+        f"{driver.name}: SHA-256 differs from jars.sha256",
+    ]
+    # At run time only the file set is checked (no hashing at every session start), and a run refuses it.
+    assert jars.folder_problems(folder, hashes=False) == problems[:2]
+    with pytest.raises(FileNotFoundError, match="make jars"):
+        jars.default_jars(folder)
+
+
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn is not installed (make setup installs it)")
+def test_make_jars_resolves_again_offline_from_the_local_maven_repository(tmp_path: Path):
+    """Once set up, the jars come back without network: Maven's `--offline`, verified like the first time."""
+    output = tmp_path / "jars"
+    assert jvm_jars.main(["--offline", "--output", str(output)]) == 0
+    assert jars.folder_problems(output) == []
+    # A folder that verifies is left alone: no Maven start.
+    stamp = {path.name: path.stat().st_mtime_ns for path in output.iterdir()}
+    assert jvm_jars.main(["--offline", "--output", str(output)]) == 0
+    assert {path.name: path.stat().st_mtime_ns for path in output.iterdir()} == stamp
+
+
+def test_a_cluster_list_gets_the_catalogs_declared_driver_unless_it_names_one():
+    sqlite = str(jars.jar_dir() / declared()["org.xerial:sqlite-jdbc"].file_name)
+    postgres = str(jars.jar_dir() / declared()["org.postgresql:postgresql"].file_name)
+    own = ["/opt/iceberg/iceberg-spark-runtime-3.5_2.12-1.9.2.jar"]
+    assert jars.with_jdbc_driver(own, "jdbc:sqlite:/d/catalog.db") == [*own, sqlite]
+    assert jars.with_jdbc_driver(own, "jdbc:postgresql://db/lake") == [*own, postgres]
+    assert jars.with_jdbc_driver([*own, "/opt/postgresql-42.6.0.jar"], "jdbc:postgresql://db/l") == [
+        *own,
+        "/opt/postgresql-42.6.0.jar",
+    ]
+    assert jars.with_jdbc_driver(own, "jdbc:mysql://db/lake") == own
+
+
+def test_the_cluster_override_replaces_the_declared_iceberg_jars(catalog, monkeypatch):
+    monkeypatch.setenv(settings.ICEBERG_JARS_ENV, "/opt/a.jar, /opt/b.jar")
+    conf = spark_from_env(catalog).full_spark_config()
+    sqlite = jars.jar_dir() / declared()["org.xerial:sqlite-jdbc"].file_name
+    assert conf["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{sqlite}"
+
+
+def jvm_class_source(spark, name: str) -> list[str]:
+    """The file name of every classpath entry that holds class `name`, as Spark's classloader sees them."""
+    jvm = spark.sparkContext._jvm
+    loader = jvm.Thread.currentThread().getContextClassLoader()
+    resources = loader.getResources(name.replace(".", "/") + ".class")
+    found = []
+    while resources.hasMoreElements():
+        url = resources.nextElement().toString()  # jar:file:/…/x.jar!/org/…/Y.class
+        found.append(url.split("!/", 1)[0].rsplit("/", 1)[-1])
+    return found
+
+
+def test_sparks_classpath_holds_exactly_the_declared_jars(spark):
+    # The jars Spark added (driver classpath, shipped to executors): spark://…/jars/<file name>.
+    added = {Path(url).name for url in spark.sparkContext._jsc.sc().listJars().mkString("\n").split("\n")}
+    assert added == {coordinate.file_name for coordinate in jars.declared_jars()}
+    # Each piece comes from its declared jar, and from nowhere else (no second Iceberg, no Debian driver).
+    expected = {
+        "org.apache.iceberg.spark.SparkCatalog": "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12",
+        # The runtime is complete: Iceberg's relocated Jackson is inside it (the old wheel's jar lacked it).
+        "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactoryBuilder": (
+            "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12"
+        ),
+        "software.amazon.awssdk.services.s3.S3Client": "org.apache.iceberg:iceberg-aws-bundle",
+        "org.sqlite.JDBC": "org.xerial:sqlite-jdbc",
+        "org.postgresql.Driver": "org.postgresql:postgresql",
+    }
+    for class_name, key in expected.items():
+        assert jvm_class_source(spark, class_name) == [declared()[key].file_name], class_name
+
+
+@pytest.fixture
+def namespace(spark):
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS test_interop")
+    yield "test_interop"
+    for row in spark.sql("SHOW TABLES IN test_interop").collect():
+        spark.sql(f"DROP TABLE IF EXISTS {table_id(spark, 'test_interop', row.tableName)}")
+
+
+def rows(spark, table: str) -> list[tuple]:
+    return sorted(tuple(r) for r in spark.sql(f"SELECT id, ts, label FROM {table}").collect())
+
+
+def pyiceberg_rows(catalog, identifier: tuple[str, str]) -> list[tuple]:
+    """The rows as PyIceberg reads them, timestamps as naive UTC like Spark's (session time zone UTC)."""
+    arrow = catalog.load().load_table(identifier).scan().to_arrow()
+    values = zip(*(arrow.column(c).to_pylist() for c in ("id", "ts", "label")), strict=True)
+    return sorted(
+        (i, ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts, label) for i, ts, label in values
+    )
+
+
+def test_pyiceberg_reads_sparks_commits_deletes_included(spark, catalog, namespace):
+    table = table_id(spark, namespace, "from_spark")
+    columns = [("id", "bigint"), ("ts", "timestamp"), ("label", "string")]
+    ensure_table(spark, table, columns, "days(ts)", {"write.delete.mode": "merge-on-read"})
+    written = [(i, T0 + timedelta(hours=7 * i), f"r{i}") for i in range(12)]
+    spark.createDataFrame(written, "id bigint, ts timestamp, label string").writeTo(table).append()
+    # A merge-on-read delete (position deletes) and a copy-on-write update on top.
+    spark.sql(f"DELETE FROM {table} WHERE id % 5 = 0")
+    spark.sql(f"UPDATE {table} SET label = 'changed' WHERE id = 3")
+    expected = rows(spark, table)
+    assert len(expected) == 9 and (3, T0 + timedelta(hours=21), "changed") in expected
+    # Spark's session time zone is UTC and PyIceberg's timestamps are naive UTC: the same values.
+    assert pyiceberg_rows(catalog, (namespace, "from_spark")) == expected
+
+
+def test_spark_reads_and_commits_on_pyicebergs_table(spark, catalog, namespace):
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import DayTransform
+    from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "ts", TimestampType(), required=False),
+        NestedField(3, "label", StringType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, DayTransform(), "ts_day"))
+    created = catalog.load().create_table(
+        (namespace, "from_pyiceberg"), schema, partition_spec=spec, properties={"format-version": "2"}
+    )
+    written = [(i, T0 + timedelta(hours=5 * i), f"p{i}") for i in range(10)]
+    created.append(
+        pa.table(
+            {
+                "id": pa.array([r[0] for r in written], pa.int64()),
+                "ts": pa.array([r[1] for r in written], pa.timestamp("us")),
+                "label": pa.array([r[2] for r in written], pa.string()),
+            }
+        )
+    )
+    table = table_id(spark, namespace, "from_pyiceberg")
+    assert rows(spark, table) == written
+    # Spark commits on top of PyIceberg's snapshot; PyIceberg then reads Spark's commit.
+    spark.sql(f"MERGE INTO {table} t USING (SELECT 4L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    spark.sql(f"INSERT INTO {table} VALUES (99, TIMESTAMP '2026-03-03 00:00:00', 'spark')")
+    expected = [r for r in written if r[0] != 4] + [(99, datetime(2026, 3, 3), "spark")]
+    assert rows(spark, table) == sorted(expected)
+    assert pyiceberg_rows(catalog, (namespace, "from_pyiceberg")) == sorted(expected)
+
+
+def test_no_jar_of_the_old_sources_is_left_in_the_set_up():
+    """The Snowpark wheel, the jar repair and Debian's JDBC jars are gone from the set-up."""
+    repo = Path(__file__).resolve().parents[1]
+    makefile = (repo / "Makefile").read_text()
+    pyproject = (repo / "pyproject.toml").read_text()
+    for gone in ("snowpark", "jarjar", "jar_repair", "libxerial-sqlite-jdbc-java", "libpostgresql-jdbc-java"):
+        assert gone not in makefile and gone not in pyproject, gone
+    listed = subprocess.run(
+        ["git", "ls-files", "*.jar"], cwd=repo, capture_output=True, text=True, check=False
+    ).stdout
+    assert listed == ""
+
+
+def test_spark_and_pyiceberg_share_an_s3_warehouse_through_the_aws_bundle(
+    spark, moto, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """`iceberg-aws-bundle` is what lets Spark write an `s3://` warehouse (Iceberg's S3FileIO, no hadoop-aws):
+    a catalog of its own on moto's S3, written by Spark, read back by Spark and by PyIceberg."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    bucket = "jvm-jars-warehouse"
+    moto.client("s3").create_bucket(Bucket=bucket)
+    s3 = {
+        "s3.endpoint": moto.endpoint_url,
+        "s3.path-style-access": "true",
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+    }
+    prefix = "spark.sql.catalog.s3lake"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "jdbc",
+        f"{prefix}.uri": f"jdbc:sqlite:{tmp_path}/catalog.db",
+        f"{prefix}.jdbc.schema-version": "V1",
+        f"{prefix}.warehouse": f"s3://{bucket}/warehouse",
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{prefix}.client.region": moto.region,
+        **{f"{prefix}.{key}": value for key, value in s3.items()},
+    }
+    for key, value in conf.items():  # a catalog is loaded on first use, so it can be added to a session
+        spark.conf.set(key, value)
+    request.addfinalizer(lambda: [spark.conf.unset(key) for key in conf])
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS s3lake.db")
+    spark.sql(
+        "CREATE TABLE s3lake.db.t (id bigint, label string) USING iceberg TBLPROPERTIES ('format-version'='2')"
+    )
+    spark.sql("INSERT INTO s3lake.db.t VALUES (1, 'a'), (2, 'b')")
+    assert sorted(tuple(r) for r in spark.sql("SELECT id, label FROM s3lake.db.t").collect()) == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    listed = moto.client("s3").list_objects_v2(Bucket=bucket, Prefix="warehouse/db/t/data/")
+    assert any(item["Key"].endswith(".parquet") for item in listed.get("Contents", []))
+
+    catalog = SqlCatalog(
+        "s3lake",
+        uri=f"sqlite:///{tmp_path}/catalog.db",
+        warehouse=f"s3://{bucket}/warehouse",
+        **{**s3, "s3.region": moto.region},
+    )
+    arrow = catalog.load_table(("db", "t")).scan().to_arrow()
+    assert sorted(zip(arrow.column("id").to_pylist(), arrow.column("label").to_pylist(), strict=True)) == [
+        (1, "a"),
+        (2, "b"),
+    ]
