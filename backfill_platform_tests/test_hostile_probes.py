@@ -1,0 +1,147 @@
+"""Probes of the boundary (issue 30): hostile or malformed spec SQL, secrets, archive entries, transform
+references and YAML are refused with a message naming what is wrong, and nothing is written or run
+outside the data directory. One parametrized table per family; no Spark but where a run is the point.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform.specs.expressions import checked_aggregate, checked_condition
+from backfill_platform.specs.loader import SpecError, builtin_spec_data, load_specs
+from backfill_platform_tests.support.specs import mutated, write_spec
+
+DATASET = builtin_spec_data("views_per_title")
+# What a probe must never create: `reflect`/`java_method` probes name it, and each test checks it is absent.
+SENTINEL = Path("/tmp/issue30_probe_ran")
+
+
+def dataset(**changes) -> dict:
+    spec = yaml.safe_load(yaml.safe_dump(DATASET))
+    spec.update(changes)
+    return spec
+
+
+def refused_dataset(folder: Path, data: dict) -> str:
+    write_spec(folder, "playback", mutated())
+    path = write_spec(folder, "views", data)
+    with pytest.raises(SpecError) as error:
+        load_specs([folder])
+    message = str(error.value)
+    assert message.startswith(f"{path}: "), message
+    return message
+
+
+@pytest.fixture(autouse=True)
+def nothing_outside(tmp_path):
+    """No probe leaves the sentinel behind or a file in the working directory."""
+    SENTINEL.unlink(missing_ok=True)
+    before = set(os.listdir("."))
+    yield
+    assert not SENTINEL.exists()
+    assert set(os.listdir(".")) == before
+
+
+# --- SQL: data, not code -------------------------------------------------------------------------
+
+SQL_PROBES = [
+    # (filter, the refusal's words)
+    (
+        "event_type = 'start' -- x\\\nOR (SELECT count(*) FROM platform.ingestions) > 0",
+        "contains a comment ('--')",
+    ),
+    ("event_type = 'start' /* x */", "contains a comment ('/*')"),
+    (f"reflect('java.io.File', 'createTempFile', '{SENTINEL.name}', '') IS NOT NULL", "calls 'reflect'"),
+    ("java_method('java.lang.System', 'exit', 1) = 1", "calls 'java_method'"),
+    ("event_type = '${env:AWS_SECRET_ACCESS_KEY}'", "contains a variable substitution ('${')"),
+    ("event_type = '${spark.sql.catalog.lake.jdbc.password}'", "contains a variable substitution"),
+    ("event_type IN (SELECT source_file FROM platform.ingestions)", "not SUBQUERY"),
+    ("EXISTS (SELECT 1)", "EXISTS"),
+    ("event_type = (SELECT max(x) FROM t)", "not SUBQUERY"),
+    ("ingestions.event_type = 'start'", "must name columns of the events only"),
+    ("platform.ingestions.event_type = 'start'", "must name columns of the events only"),
+    ("my_udf(event_type) = 1", "calls 'my_udf'"),
+    ("rand() < 0.5", "calls 'rand'"),
+    ("event_type RLIKE '(a+)+$'", "calls 'regexplike'"),
+    ("exists(array(1), x -> x = 1)", "calls 'exists'"),
+    ("event_type = 'start'; DROP TABLE lake.prod.views", "statement separator"),
+    ("event_type = 'it\\'s'", "contains a backslash"),
+    ("event_type = 'a\x1b[31m'", "control character"),
+    ("count(1) > 0", "may not aggregate"),
+    ("row_number() OVER (ORDER BY event_time) = 1", "may not contain WINDOW"),
+    ("(" * 3000 + "true" + ")" * 3000, "more than a rule may be"),
+    ("event_type = ", "does not parse as Spark SQL"),
+    ("", "is empty"),
+]
+
+
+@pytest.mark.parametrize(("sql", "words"), SQL_PROBES, ids=[f"sql{i}" for i in range(len(SQL_PROBES))])
+def test_hostile_filters_are_refused_at_load(tmp_path, sql, words):
+    rules = [{**DATASET["reconciliation"][0], "filter": sql}, DATASET["reconciliation"][1]]
+    message = refused_dataset(tmp_path, dataset(reconciliation=rules))
+    assert "field 'reconciliation[0].filter'" in message and words in message, message
+
+
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        ("sum(position_sec) + (SELECT max(x) FROM t)", "not SUBQUERY"),
+        ("position_sec", "must aggregate"),
+        ("sum(position_sec) OVER ()", "may not contain WINDOW"),
+        ("count(reflect('java.lang.Runtime', 'getRuntime'))", "calls 'reflect'"),
+    ],
+)
+def test_hostile_aggregates_are_refused_at_load(tmp_path, sql, words):
+    message = refused_dataset(tmp_path, dataset(expected_rows={"expression": sql}))
+    assert "field 'expected_rows.expression'" in message and words in message, message
+
+
+@pytest.mark.parametrize(
+    ("sql", "rendered"),
+    [
+        ("event_type IN ('start', 'stop')", "event_type IN ('start', 'stop')"),
+        ("to_date(event_time) <> DATE'2026-10-01'", "TO_DATE(event_time) <> CAST('2026-10-01' AS DATE)"),
+        ("Event_Type = 'start' AND _line_number > 0", "Event_Type = 'start' AND _line_number > 0"),
+        (
+            "hour(event_time) BETWEEN 1 AND 3 AND x IS NOT NULL",
+            "HOUR(event_time) BETWEEN 1 AND 3 AND NOT x IS NULL",
+        ),
+        ("true", "TRUE"),
+    ],
+)
+def test_ordinary_filters_reach_spark_re_rendered(sql, rendered):
+    assert checked_condition(sql, ["event_type", "event_time", "_line_number", "x"]) == rendered
+
+
+def test_only_the_checked_text_reaches_spark_for_a_spec_built_in_code(data_dir):
+    """A spec built in code skips the loader; the query builder checks again before Spark sees it."""
+    from backfill_platform.pipeline.validation.buckets import _checked_rules
+
+    rules = {"event_type = 'a' -- x\\\nOR (SELECT 1) = 1": [("_rows", "count(1)")]}
+    with pytest.raises(ValueError, match="a rule of the dataset is refused: contains a comment"):
+        _checked_rules(rules, ["event_type"])
+    assert _checked_rules(
+        {"event_type = 'a'": [("_rows", "count(DISTINCT event_type)")]}, ["event_type"]
+    ) == {"event_type = 'a'": [("_rows", "COUNT(DISTINCT event_type)")]}
+    assert checked_aggregate("sum(if(event_type = 'a', 1, 0))", ["event_type"]) == (
+        "SUM(IF(event_type = 'a', 1, 0))"
+    )
+
+
+def test_spark_substitutes_no_variable_even_when_asked_to(spark, spark_resource):
+    """Spark's `${…}` substitution is off in the platform's sessions, whatever `spark_config` says."""
+    from pyspark.sql import functions as F
+
+    asked = spark_resource.model_copy(update={"spark_config": {"spark.sql.variable.substitute": "true"}})
+    assert asked.full_spark_config()["spark.sql.variable.substitute"] == "false"
+    assert spark.conf.get("spark.sql.variable.substitute") == "false"
+    spark._jvm.java.lang.System.setProperty("issue30.fake.secret", "fake-secret-30")
+    row = spark.range(1).select(F.expr("'${system:issue30.fake.secret}'").alias("v")).first()
+    assert row.v == "${system:issue30.fake.secret}"
+    assert (
+        spark.sql("SELECT '${system:issue30.fake.secret}' AS v").first().v == "${system:issue30.fake.secret}"
+    )
