@@ -217,3 +217,109 @@ def test_transforms_inside_the_project_still_load(tmp_path, monkeypatch):
         load_transform("teamlib:f", spec)
     monkeypatch.setenv("BACKFILL_PLATFORM_TRANSFORM_PACKAGES", "teamlib")
     assert load_transform("teamlib:f", spec).__module__ == "teamlib"
+
+
+# --- the archive root is a boundary --------------------------------------------------------------
+
+HOST_LINE = '{"event_id": "host-file-line", "event_time": "2026-10-01T03:00:00Z"}\n'
+
+
+def hostile_archive(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """An archive whose hour folders hold links out of the root, special files and a broken link beside
+    one ordinary file and one link that stays inside; returns the root and each probe's expected reason."""
+    import stat
+
+    from backfill_platform.pipeline.archive.boundary import REFUSED
+
+    host = tmp_path / "host"
+    (host / "hour").mkdir(parents=True)
+    (host / "secret.jsonl").write_text(HOST_LINE)
+    (host / "hour" / "x.jsonl").write_text(HOST_LINE)
+    root = tmp_path / "archive"
+    hour = root / "2026" / "10" / "01" / "03"
+    hour.mkdir(parents=True)
+    (hour / "good.jsonl").write_text('{"event_id": "a", "event_time": "2026-10-01T03:00:00Z"}\n')
+    (root / "2026" / "10" / "01" / "inside.jsonl").write_text("{}\n")
+    (hour / "inside-link.jsonl").symlink_to(root / "2026" / "10" / "01" / "inside.jsonl")
+    (hour / "out-link.jsonl").symlink_to(host / "secret.jsonl")
+    (hour / "dev-zero.jsonl").symlink_to("/dev/zero")
+    (hour / "broken.jsonl").symlink_to(hour / "gone.jsonl")
+    os.mkfifo(hour / "fifo.jsonl")
+    (root / "2026" / "10" / "01" / "04").symlink_to(host / "hour")
+    expected = {
+        "2026/10/01/03/out-link.jsonl": "a symlink leading outside the archive root",
+        "2026/10/01/03/dev-zero.jsonl": "a symlink leading outside the archive root",
+        "2026/10/01/03/broken.jsonl": "a broken or looping symlink",
+        "2026/10/01/03/fifo.jsonl": "a FIFO (named pipe), not a regular file",
+        "2026/10/01/04": "a symlink leading outside the archive root",
+    }
+    try:  # a character device of the test's own (root may create one; others skip this probe)
+        os.mknod(hour / "zero-device.jsonl", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        expected["2026/10/01/03/zero-device.jsonl"] = "a character device, not a regular file"
+    except PermissionError:
+        pass
+    return root, {name: REFUSED + why for name, why in expected.items()}
+
+
+@pytest.mark.timeout(60)
+def test_the_archive_root_is_a_boundary(tmp_path):
+    from datetime import UTC, datetime
+
+    from backfill_platform.pipeline.archive.listing import LocalArchive
+
+    root, expected = hostile_archive(tmp_path)
+    archive = LocalArchive(root=root.resolve(), layout="%Y/%m/%d/%H")
+    three, four = datetime(2026, 10, 1, 3, tzinfo=UTC), datetime(2026, 10, 1, 4, tzinfo=UTC)
+    assert [f.name for f in archive.list_hour(three)] == [
+        "2026/10/01/03/good.jsonl",
+        "2026/10/01/03/inside-link.jsonl",
+    ]
+    assert archive.list_hour(four) == []  # an hour folder linked out of the root is not read
+    unlisted = {f.name: f for f in archive.unlisted_files(three)}
+    refused = {name: f.why for name, f in unlisted.items() if f.why in expected.values()}
+    assert refused == expected
+    assert all(unlisted[name].lines == 0 for name in refused)  # counted, never opened
+    assert unlisted["2026/10/01/inside.jsonl"].why.startswith("outside the hour layout")
+    # `plan` finds the same refusals through the stream's spec (and names them, below).
+    from backfill_platform.ops.plan import refused_entries
+    from backfill_platform.pipeline.archive.listing import archive_for
+    from backfill_platform.specs.stream import StreamSpec
+
+    spec = mutated(archive__location=str(root), archive__allow_outside_data_roots=True)
+    stream = StreamSpec.model_validate(spec)
+    assert {f.name: f.why for f in refused_entries(stream, archive_for(stream))} == expected
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_unreadable_archive_file_is_refused_not_read(tmp_path):
+    from datetime import UTC, datetime
+
+    from backfill_platform.pipeline.archive.listing import LocalArchive
+
+    hour = tmp_path / "2026" / "10" / "01" / "03"
+    hour.mkdir(parents=True)
+    (hour / "locked.jsonl").write_text("{}\n")
+    (hour / "locked.jsonl").chmod(0)
+    archive = LocalArchive(root=tmp_path.resolve(), layout="%Y/%m/%d/%H")
+    start = datetime(2026, 10, 1, 3, tzinfo=UTC)
+    assert archive.list_hour(start) == []
+    assert [f.why for f in archive.unlisted_files(start)] == [
+        "refused at the archive boundary, never read: unreadable (permission denied)"
+    ]
+
+
+def test_plan_names_refused_entries_with_their_names_escaped(tmp_path):
+    from backfill_platform.ops.plan import Plan, plan_summary
+    from backfill_platform.pipeline.archive.boundary import REFUSED
+    from backfill_platform.pipeline.archive.listing import UnlistedFile
+    from backfill_platform.specs.stream import StreamSpec
+
+    refused = [
+        UnlistedFile("2026/10/01/03/fifo.jsonl", 0, 0, REFUSED + "a FIFO (named pipe), not a regular file"),
+        UnlistedFile("2026/10/01/03/[bold red]x\x1b[2J.jsonl", 0, 0, REFUSED + "a broken or looping symlink"),
+    ]
+    plan = Plan(StreamSpec.model_validate(mutated()), [], [], 0, 0, 0, [], None, refused=refused)
+    line = next(line for line in plan_summary(plan) if "refused" in line)
+    assert "2 entries below the archive root refused at the archive boundary, never read" in line
+    assert "2026/10/01/03/fifo.jsonl (a FIFO (named pipe), not a regular file)" in line
+    assert "\\[bold red]x\\x1b[2J.jsonl (a broken or looping symlink)" in line and "\x1b" not in line
