@@ -147,6 +147,32 @@ def test_spark_substitutes_no_variable_even_when_asked_to(spark, spark_resource)
     )
 
 
+def test_random_token_soup_is_refused_or_harmless_never_a_crash():
+    """Seeded fuzz: sqlglot fails on some malformed input with an IndexError; a rule gets a message."""
+    import random
+
+    from backfill_platform.specs.expressions import ExpressionError
+
+    tokens = (
+        "event_type count( sum( ) ( 'a' \"b\" = <> AND OR NOT IN (SELECT 1) , 1 x'41' CASE WHEN THEN END "
+    )
+    tokens += (
+        "IS NULL `event_type` :: int CAST( AS DISTINCT * + [0] . -> x LIKE ? $1 { map( struct( reflect( "
+    )
+    tokens += "java_method( rand() hour( -- /* ${x} ; \\"
+    words = tokens.split(" ")
+    forbidden = ("SELECT", "REFLECT", "JAVA", "${", "--", "/*", ";", "\\", "RAND", "STRUCT", "MAP(", "?", "$")
+    generator = random.Random(30)
+    for _ in range(1500):
+        sql = " ".join(generator.choice(words) for _ in range(generator.randint(1, 10)))
+        for check in (checked_condition, checked_aggregate):
+            try:
+                rendered = check(sql, ["event_type", "x"])
+            except ExpressionError:
+                continue
+            assert not any(word in rendered.upper() for word in forbidden), (sql, rendered)
+
+
 # --- transforms come from the project ------------------------------------------------------------
 
 # Importing this module writes the sentinel: a probe that imported it would leave it behind.
@@ -318,7 +344,10 @@ def test_plan_names_refused_entries_with_their_names_escaped(tmp_path):
         UnlistedFile("2026/10/01/03/fifo.jsonl", 0, 0, REFUSED + "a FIFO (named pipe), not a regular file"),
         UnlistedFile("2026/10/01/03/[bold red]x\x1b[2J.jsonl", 0, 0, REFUSED + "a broken or looping symlink"),
     ]
-    plan = Plan(StreamSpec.model_validate(mutated()), [], [], 0, 0, 0, [], None, refused=refused)
+    unreadable = ["2026/10/01/03/[bold red]y\x07.gz"]
+    plan = Plan(StreamSpec.model_validate(mutated()), [], [], 0, 0, 0, unreadable, None, refused=refused)
+    corrupt = next(line for line in plan_summary(plan) if "corrupt gzip" in line)
+    assert corrupt.endswith("2026/10/01/03/\\[bold red]y\\x07.gz") and "\x07" not in corrupt
     line = next(line for line in plan_summary(plan) if "refused" in line)
     assert "2 entries below the archive root refused at the archive boundary, never read" in line
     assert "2026/10/01/03/fifo.jsonl (a FIFO (named pipe), not a regular file)" in line
@@ -554,3 +583,32 @@ def test_a_run_of_a_hostile_spec_stores_no_secret(
     assert bytes_holding(tmp_path / "dagster", secrets) == []
     assert bytes_holding(data_dir, secrets) == []
     spark._jvm.java.lang.System.clearProperty("issue30.secret")
+
+
+@pytest.mark.timeout(120)
+def test_plan_over_a_hostile_archive_names_what_it_refused(tmp_path, monkeypatch):
+    """The CLI end to end, no Spark: `plan` lists the hour, reads neither the FIFO nor the links out."""
+    from click.testing import CliRunner
+
+    from backfill_platform.cli import main
+
+    root, expected = hostile_archive(tmp_path)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    write_spec(
+        specs,
+        "relay",
+        mutated(name="hostile_relay", archive__location=str(root), archive__allow_outside_data_roots=True),
+    )
+    monkeypatch.setenv("BACKFILL_PLATFORM_SPECS", str(specs))
+    result = CliRunner().invoke(
+        main, ["plan", "--stream", "hostile_relay", "--start", "2026-10-01", "--end", "2026-10-02"]
+    )
+    output = " ".join(result.output.split())  # rich wraps long lines
+    assert result.exit_code == 0, result.output
+    assert (
+        f"{len(expected)} entries below the archive root refused at the archive boundary, never read"
+        in output
+    )
+    for name, why in expected.items():
+        assert f"{name} ({why.split(': ', 1)[1]})" in output, (name, output)

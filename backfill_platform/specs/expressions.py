@@ -106,6 +106,8 @@ def _checked_tree(sql: str, columns: Iterable[str]) -> exp.Expression:
         raise ExpressionError(f"does not parse as Spark SQL: {_describe(exc)}") from None
     except (TokenError, RecursionError) as exc:
         raise ExpressionError(f"does not parse as Spark SQL: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # sqlglot's parser fails on some malformed input with an IndexError & co
+        raise ExpressionError(f"does not parse as Spark SQL ({type(exc).__name__})") from None
     known = {name.lower() for name in columns}
     nodes = list(tree.walk())
     if len(nodes) > MAX_SQL_NODES:
@@ -159,10 +161,14 @@ def _node_problem(node: exp.Expression, known: set[str]) -> str | None:
 
 
 def _render(tree: exp.Expression) -> str:
-    rendered = tree.sql("spark", comments=False)
     # The text Spark gets must be sqlglot's fixed point: read again, it renders to itself (so no part of
     # it is read differently the second time; `DATE'…'` becomes `CAST('…' AS DATE)` the first time).
-    if sqlglot.parse_one(rendered, read="spark").sql("spark", comments=False) != rendered:
+    try:
+        rendered = tree.sql("spark", comments=False)
+        again = sqlglot.parse_one(rendered, read="spark").sql("spark", comments=False)
+    except Exception as exc:
+        raise ExpressionError(f"cannot be rendered back for Spark ({type(exc).__name__})") from None
+    if again != rendered:
         raise ExpressionError(f"does not render back to itself ({rendered!r})")
     return rendered
 
