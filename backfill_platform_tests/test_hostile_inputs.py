@@ -278,3 +278,29 @@ def test_an_unreachable_catalog_is_named_without_its_password(tmp_path, monkeypa
     )
     assert "the Iceberg catalog's database cannot be reached or used" in output
     assert "pw-issue30" not in output
+
+
+@pytest.mark.timeout(600)
+def test_an_events_window_over_a_hostile_archive_stores_nothing_from_outside(spark, playback, data_dir):
+    """The run itself (Spark): the host file behind a link is in neither the events nor the quarantine,
+    and every refused entry is in the window's unlisted files."""
+    import shutil
+    from datetime import UTC, datetime, timedelta
+
+    from backfill_platform.pipeline.archive.boundary import is_refusal
+    from backfill_platform.pipeline.archive.listing import archive_for
+    from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
+
+    folder = data_dir / "issue30_hostile"
+    root, expected = hostile_archive(folder)
+    try:
+        archive = playback.archive.model_copy(update={"location": str(root.relative_to(data_dir))})
+        stream = playback.model_copy(update={"name": "issue30_hostile", "archive": archive})
+        start = datetime(2026, 10, 1, tzinfo=UTC)
+        result = ingest_window(spark, stream, archive_for(stream), start, start + timedelta(days=1))
+        stored = [*spark.table(events_table(spark, stream)).collect()]
+        stored += spark.table(quarantine_table(spark, stream)).collect()
+        assert stored and not any("host-file-line" in str(row) for row in stored)
+        assert {f.name: f.why for f in result.unlisted if is_refusal(f.why)} == expected
+    finally:
+        shutil.rmtree(folder)  # the FIFO and device stay in no folder other tests may walk
