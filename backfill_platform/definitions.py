@@ -12,7 +12,11 @@ def defs() -> Definitions:
 
     import backfill_platform.defs
     from backfill_platform.orchestration.factory import spec_folder_definitions
+    from backfill_platform.specs.yaml_guard import check_folder
 
+    # Dagster parses the component files itself: the same bounds as the spec loader's first (a bomb or
+    # a FIFO named defs.yaml is refused with its file and line, not expanded or waited on).
+    check_folder(Path(backfill_platform.defs.__file__).parent)
     # The package's parent is the project root in a checkout and in site-packages alike.
     project_root = Path(backfill_platform.defs.__file__).parents[2]
     return Definitions.merge(

@@ -111,7 +111,7 @@ def test_an_unknown_column_in_a_reconciliation_filter_names_its_index(tmp_path):
     [
         ("sum(", "does not parse as Spark SQL: Required keyword"),
         ("count(1", "does not parse as Spark SQL: Expecting )"),
-        ("count(1); DROP TABLE prod.views", "must be one expression over the events, not BLOCK"),
+        ("count(1); DROP TABLE prod.views", "contains a statement separator (';'), which a rule may not"),
         (
             "sum(position_sec) + (SELECT max(x) FROM t)",
             "must be one expression over the events, not SUBQUERY",

@@ -9,8 +9,10 @@ from datetime import date
 
 import click
 
+from backfill_platform.cli.errors import RefusingGroup, refusal
 
-@click.group()
+
+@click.group(cls=RefusingGroup)
 def main() -> None:
     """Re-derive history from an event archive safely."""
     # Dagster flags several APIs this platform relies on as beta; say so once in the docs, not per call.
@@ -21,14 +23,13 @@ def main() -> None:
 @contextmanager
 def refusals() -> Iterator[None]:
     """A refusal of the platform is an answer, not a crash: print it and exit non-zero."""
-    from backfill_platform.pipeline.promotion.adopt import AdoptRefused
-    from backfill_platform.pipeline.promotion.gate import PromotionRefused
-    from backfill_platform.pipeline.promotion.revert import RevertRefused
-
     try:
         yield
-    except (AdoptRefused, PromotionRefused, RevertRefused, ValueError) as refusal:
-        raise click.ClickException(str(refusal)) from refusal
+    except Exception as error:
+        answer = refusal(error)
+        if answer is None:
+            raise
+        raise answer from error
 
 
 def spark_session():

@@ -52,7 +52,7 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
 
     from backfill_platform.lakehouse.resources import open_catalog
     from backfill_platform.pipeline.replay.kinesis import KinesisResource, ReplayError
-    from backfill_platform.pipeline.replay.runner import ReplayRequest, run_replay
+    from backfill_platform.pipeline.replay.runner import ReplayRequest, check_target, run_replay
     from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
@@ -63,6 +63,9 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
             f"unknown stream {stream!r}; known: {sorted(streams)}", param_hint="--stream"
         )
     request = ReplayRequest(streams[stream], first, after, target, max_records_per_second, checkpoint)
+    # The target is judged before a client exists: a replay to the live stream is refused as such even
+    # where no AWS region or credentials are configured (run_replay checks it again).
+    check_target(streams[stream], target)
     console = wide_console()
     progress = Progress(
         TextColumn(f"{stream} → {target}"),

@@ -37,9 +37,13 @@ from pathlib import Path
 
 from dagster import Definitions, definitions, load_from_defs_folder
 
+from backfill_platform.specs.yaml_guard import check_folder
+
 
 @definitions
 def defs() -> Definitions:
+    # The platform's YAML bounds (size, depth, aliases, duplicate keys, regular files) before Dagster parses.
+    check_folder(Path(__file__).parent / "defs")
     return load_from_defs_folder(path_within_project=Path(__file__).parent)
 '''
 

@@ -174,6 +174,10 @@ class SparkIcebergResource(LazyPySparkResource):
             hint = read_bytes if read_bytes is not None else self._first_read_bytes
             conf["spark.driver.extraJavaOptions"] = self.java_options(hint)
         conf.update({k: str(v) for k, v in self.spark_config.items()})
+        # Spark would otherwise substitute `${env:…}`/`${system:…}` into any SQL text it parses, secrets
+        # included (into error messages that reach run storage). Spec SQL never carries one (see
+        # `specs.expressions`) and the platform's own SQL needs none: off, whatever `spark_config` says.
+        conf["spark.sql.variable.substitute"] = "false"
         return conf
 
     def _init_session(self) -> None:

@@ -28,7 +28,16 @@ from backfill_platform.ops.ledger_view import (
     production_label,
 )
 from backfill_platform.ops.number_sample import NumberSample, sample_numbers
-from backfill_platform.pipeline.archive.listing import ArchiveFile, archive_for, hours, list_files
+from backfill_platform.ops.terminal import shown
+from backfill_platform.pipeline.archive.boundary import REFUSED, is_refusal
+from backfill_platform.pipeline.archive.listing import (
+    ArchiveFile,
+    LocalArchive,
+    UnlistedFile,
+    archive_for,
+    hours,
+    list_files,
+)
 from backfill_platform.pipeline.archive.records import (
     RecordFormat,
     decompressed,
@@ -77,6 +86,9 @@ class Plan:
     unreadable: list[str]  # files whose gzip stream is corrupt: counted up to the damage
     throughput: tuple[float, int] | None  # (events/s, runs) measured by earlier events runs
     numbers: NumberSample | None = None  # non-standard numbers (NaN, Infinity) in a sample of records
+    # Entries below the archive root refused at its boundary (links leading out, special or unreadable
+    # files): never read by any window, named here so that nobody mistakes them for an empty hour.
+    refused: list[UnlistedFile] = field(default_factory=list)
 
     @property
     def estimated_seconds(self) -> float | None:
@@ -131,7 +143,8 @@ def build_plan(
     days = days_between(start, end)
     if not days:
         raise ValueError(f"empty range: --start {start} must be before --end {end} (exclusive)")
-    files = list_files(archive_for(stream), *read_window(stream, *day_bounds(days[0], days[-1])))
+    archive = archive_for(stream)
+    files = list_files(archive, *read_window(stream, *day_bounds(days[0], days[-1])))
     counted: dict[str, int] = {}
     unreadable: list[str] = []
     total = sum(f.size for f in files)
@@ -173,7 +186,17 @@ def build_plan(
         unreadable=unreadable,
         throughput=events_throughput(ingestion_rows(catalog, stream.name)),
         numbers=sample_numbers(stream, files),
+        refused=refused_entries(stream, archive),
     )
+
+
+def refused_entries(stream: StreamSpec, archive: object) -> list[UnlistedFile]:
+    """The local archive's entries refused at its boundary (an object store has no links or devices)."""
+    if not isinstance(archive, LocalArchive):
+        return []
+    first_hour = read_window(stream, *day_bounds(stream.first_partition))[0]
+    scan = archive.unlisted_files(first_hour.replace(minute=0, second=0, microsecond=0), count=False)
+    return [f for f in scan if is_refusal(f.why)]
 
 
 def plan_table(plan: Plan) -> Table:
@@ -209,7 +232,13 @@ def plan_summary(plan: Plan) -> list[str]:
         f"{plan.lines:,} lines (neighbouring windows share files: per-day figures overlap)"
     ]
     if plan.unreadable:
-        lines.append(f"[red]unreadable (corrupt gzip): {', '.join(plan.unreadable)}")
+        lines.append(f"[red]unreadable (corrupt gzip): {', '.join(map(shown, plan.unreadable))}")
+    if plan.refused:
+        lines.append(
+            f"[red]{len(plan.refused)} entr{'y' if len(plan.refused) == 1 else 'ies'} below the archive root "
+            f"{REFUSED.removesuffix(': ')}: "
+            + "; ".join(f"{shown(f.name)} ({f.why.removeprefix(REFUSED)})" for f in plan.refused)
+        )
     if plan.throughput:
         rate, runs = plan.throughput
         lines.append(

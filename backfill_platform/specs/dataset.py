@@ -39,7 +39,8 @@ class VersionSpec(SpecModel):
     transform: str = Field(
         description=(
             "`module:function` taking the events DataFrame of a window: `module.py` (or a package) beside "
-            "the spec file, `path/to/file.py:function` relative to it, or an importable module."
+            "the spec file, `path/to/file.py:function` inside its folder, or a module of the project's "
+            "packages (`BACKFILL_PLATFORM_TRANSFORM_PACKAGES`)."
         )
     )
     description: str = Field(default="", description="What this version changes; shown in the UI.")
@@ -60,8 +61,16 @@ class VersionSpec(SpecModel):
 class EventsAggregate(SpecModel):
     """An aggregate over the events of one bucket: `expression` over rows matching `filter`."""
 
-    expression: str = Field(description="Spark SQL aggregate over the events of one bucket, e.g. `count(1)`.")
-    filter: str = Field(default="true", description="Spark SQL condition on the events it aggregates.")
+    expression: str = Field(
+        description=(
+            "Spark SQL aggregate over the events of one bucket, e.g. `count(1)`: the source's columns, "
+            'literals, operators and allow-listed functions only (see "The boundary").'
+        )
+    )
+    filter: str = Field(
+        default="true",
+        description="Spark SQL condition on the events it aggregates (the same allow-list, no aggregate).",
+    )
     source: Identifier | None = Field(
         default=None,
         description="The source stream whose events it aggregates (required when the dataset has several).",

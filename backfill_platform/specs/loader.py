@@ -12,12 +12,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from backfill_platform.settings import SPECS_ENV
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform.specs.upcasts import UPCAST_STEPS
+from backfill_platform.specs.yaml_guard import (
+    MAX_SPEC_BYTES,
+    MAX_SPEC_DEPTH,
+    MAX_SPEC_NODES,
+    SpecError,
+    load_yaml,
+)
 
 # The built-in specs are the component instances of the package's defs folder (package data in
 # pyproject.toml), located through importlib.resources so that an installed wheel finds them as a
@@ -30,15 +36,17 @@ COMPONENT_KINDS = {
     "backfill_platform.components.Dataset": "dataset",
 }
 COMPONENT_FILE = "defs.yaml"
-# A spec is a few KiB of YAML; these bounds refuse a huge file, absurd nesting or an alias bomb before
-# anything is built from it (PyYAML's parser is iterative; its constructor and pydantic recurse).
-MAX_SPEC_BYTES = 1 << 20
-MAX_SPEC_DEPTH = 32
-MAX_SPEC_NODES = 100_000
-
-
-class SpecError(ValueError):
-    """A spec file that cannot be used; the message names the file, the field and the reason."""
+# One reader for the YAML of both routes (this loader and the Components', see `definitions.py`): regular
+# files only, size, depth, alias-expansion and duplicate-key bounds, file and line in each refusal.
+__all__ = [
+    "MAX_SPEC_BYTES",
+    "MAX_SPEC_DEPTH",
+    "MAX_SPEC_NODES",
+    "SpecError",
+    "SpecSet",
+    "load_spec_file",
+    "load_specs",
+]
 
 
 @dataclass(frozen=True)
@@ -61,15 +69,7 @@ def load_spec_file(path: Path) -> Any:
     """Parse and validate one YAML spec file (a stream or a dataset)."""
     from backfill_platform.specs.dataset import DatasetSpec
 
-    size = path.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: {size:,} bytes, larger than a spec may be ({MAX_SPEC_BYTES:,})")
-    try:
-        text = path.read_text(encoding="utf-8")
-        _check_shape(path, text)
-        raw = yaml.safe_load(text)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from exc
+    raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec is a mapping with 'kind: stream' or 'kind: dataset'")
     if "type" in raw:
@@ -122,7 +122,7 @@ def builtin_spec_data(name: str) -> dict:
     """The raw spec (as a flat `kind: ...` mapping) of a built-in stream or dataset, for tools and tests
     that derive a spec from the demo's."""
     path = BUILTIN_SPECS_DIR / name / COMPONENT_FILE
-    spec = _component_spec(path, yaml.safe_load(path.read_text(encoding="utf-8")))
+    spec = _component_spec(path, load_yaml(path))
     if spec is None:
         raise SpecError(f"{path}: not a Stream or Dataset component")
     return spec
@@ -131,40 +131,6 @@ def builtin_spec_data(name: str) -> dict:
 def spec_files(folder: Path) -> list[Path]:
     """Flat spec files at the top of a folder, and component instances anywhere below it."""
     return sorted({*folder.glob("*.yaml"), *folder.rglob(COMPONENT_FILE)})
-
-
-def _check_shape(path: Path, text: str) -> None:
-    """Refuse nesting deeper than MAX_SPEC_DEPTH and more than MAX_SPEC_NODES nodes once aliases are
-    expanded, from the parser's event stream (no recursion, nothing constructed)."""
-    sizes: dict[str, int] = {}  # anchor -> nodes of the anchored node, expanded
-    stack: list[list] = []  # open collections: [anchor, nodes so far]
-    total = 0
-
-    def add(nodes: int) -> None:
-        nonlocal total
-        if stack:
-            stack[-1][1] += nodes
-        else:
-            total += nodes
-        if max(total, stack[-1][1] if stack else 0) > MAX_SPEC_NODES:
-            raise SpecError(f"{path}: more than {MAX_SPEC_NODES:,} YAML nodes (aliases expanded)")
-
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            stack.append([event.anchor, 1])
-            if len(stack) > MAX_SPEC_DEPTH:
-                raise SpecError(f"{path}: YAML nested deeper than {MAX_SPEC_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            anchor, nodes = stack.pop()
-            if anchor:
-                sizes[anchor] = nodes
-            add(nodes)
-        elif isinstance(event, yaml.ScalarEvent):
-            if event.anchor:
-                sizes[event.anchor] = 1
-            add(1)
-        elif isinstance(event, yaml.AliasEvent):
-            add(sizes.get(event.anchor, 1))
 
 
 def _field_path(loc: tuple) -> str:

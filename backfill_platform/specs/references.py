@@ -20,7 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from backfill_platform.specs.dataset import DatasetSpec, VersionSpec
-from backfill_platform.specs.expressions import ExpressionError, unknown_columns
+from backfill_platform.specs.expressions import (
+    ExpressionError,
+    UnknownColumns,
+    checked_aggregate,
+    checked_condition,
+)
 from backfill_platform.specs.stream import SchemaVersion, StreamSpec, events_columns
 
 
@@ -86,24 +91,21 @@ def dataset_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) ->
     for prefix, rule in rules:
         stream = streams[dataset.source_of(rule)]
         columns = [name for name, _ in events_columns(stream)]
-        for part in ("expression", "filter"):
-            reason = _expression_problem(getattr(rule, part), columns, stream)
+        for part, check in (("expression", checked_aggregate), ("filter", checked_condition)):
+            reason = _expression_problem(getattr(rule, part), columns, stream, check)
             if reason:
                 problems.append(Problem(f"{prefix}.{part}", reason))
     return problems
 
 
-def _expression_problem(sql: str, columns: list[str], stream: StreamSpec) -> str | None:
+def _expression_problem(sql: str, columns: list[str], stream: StreamSpec, check) -> str | None:
     try:
-        unknown = unknown_columns(sql, columns)
+        check(sql, columns)
+    except UnknownColumns as exc:
+        return f"{sql!r} {exc}; the events of stream {stream.name!r} have {columns}"
     except ExpressionError as exc:
         return f"{sql!r} {exc}"
-    if not unknown:
-        return None
-    return (
-        f"{sql!r} names unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-        f"the events of stream {stream.name!r} have {columns}"
-    )
+    return None
 
 
 def _transform_error(version: VersionSpec, dataset: DatasetSpec) -> ValueError | None:

@@ -7,7 +7,8 @@ transform next to it, so `transform:` may name, relative to the spec file's fold
   `pkg/sub.py`); code beside the spec wins over an installed module of the same name;
 - `path/to/file.py:function` — a file relative to the spec's folder;
 
-and otherwise an importable module (`package.module:function`), as before. Such code is loaded without
+and otherwise an importable module (`package.module:function`) of the project's packages
+(`transform_source.transform_packages`): nothing outside the spec's folder and those packages is imported. Such code is loaded without
 PYTHONPATH under a stable synthetic module name derived from its resolved path (so two teams' `views.py`
 never collide), and registered with Spark's cloudpickle to be pickled *by value*: cloudpickle pickles
 functions of importable modules by reference, and executors could not import a module of that name.
@@ -16,8 +17,8 @@ functions of importable modules by reference, and executors could not import a m
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
+import inspect
 import re
 import sys
 import threading
@@ -25,21 +26,28 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+from backfill_platform.specs.transform_source import TransformError, check_defines_function, locate
+
 # `package.module:function`, or a relative `path/to/file.py:function`.
 TRANSFORM_PATTERN = re.compile(r"^(?:[A-Za-z_][\w.]*|(?!/)[\w.\-/]*\w\.py):[A-Za-z_]\w*$")
 SYNTHETIC_PREFIX = "_backfill_platform_transform_"
 _LOCK = threading.Lock()
 
-
-class TransformError(ValueError):
-    """A transform that cannot be resolved, imported or is not a function."""
+__all__ = ["SYNTHETIC_PREFIX", "TRANSFORM_PATTERN", "TransformError", "load_file", "load_transform"]
 
 
 def load_transform(reference: str, spec_path: Path | None = None) -> Callable:
-    """The function `reference` names, resolved beside `spec_path` first (see the module docstring)."""
+    """The function `reference` names, resolved beside `spec_path` first (see the module docstring).
+
+    Nothing is imported before the reference is known to be the project's: a file inside the spec's
+    folder (links resolved), or a module of `transform_packages()`, whose source defines the name as a
+    function (`transform_source`). Only then is the module executed."""
     target, function_name = reference.rsplit(":", 1)
+    base = spec_path.parent.resolve() if spec_path is not None else None
     try:
-        module = _module(target, spec_path.parent if spec_path is not None else None)
+        located = locate(target, base)
+        check_defines_function(located.source, function_name)
+        module = located.load(load_file)
     except TransformError as exc:
         raise TransformError(f"transform {reference!r} cannot be loaded: {exc}") from None
     except Exception as exc:  # the module's own import failed: say which transform, keep the cause
@@ -51,33 +59,9 @@ def load_transform(reference: str, spec_path: Path | None = None) -> Callable:
             f"transform {reference!r} cannot be loaded: module {target!r} ({module.__file__}) has no "
             f"{function_name!r}"
         )
-    if not callable(function):
+    if not callable(function) or inspect.isclass(function):
         raise TransformError(f"transform {reference!r} is not a function")
     return function
-
-
-def _module(target: str, base: Path | None) -> ModuleType:
-    if target.endswith(".py"):
-        if base is None:
-            raise TransformError(f"transform file {target!r} needs the spec file's folder to resolve against")
-        path = (base / target).resolve()
-        if not path.is_file():
-            raise TransformError(f"transform file {target!r} not found: {path} does not exist")
-        return _load_file(path, package_dir=None)
-    top, _, rest = target.partition(".")
-    if base is not None:
-        beside = base / f"{top}.py"
-        package = base / top / "__init__.py"
-        if package.is_file():
-            root = _load_file(package.resolve(), package_dir=package.parent.resolve())
-            return importlib.import_module(f"{root.__name__}.{rest}") if rest else root
-        if beside.is_file() and not rest:
-            return _load_file(beside.resolve(), package_dir=None)
-    try:
-        return importlib.import_module(target)
-    except ModuleNotFoundError as exc:
-        where = f" nor beside the spec in {base}" if base is not None else ""
-        raise TransformError(f"module {target!r} is neither importable ({exc}){where}") from exc
 
 
 def synthetic_name(path: Path) -> str:
@@ -87,7 +71,7 @@ def synthetic_name(path: Path) -> str:
     return f"{SYNTHETIC_PREFIX}{stem}_{digest}"
 
 
-def _load_file(path: Path, package_dir: Path | None) -> ModuleType:
+def load_file(path: Path, package_dir: Path | None) -> ModuleType:
     name = synthetic_name(path)
     with _LOCK:
         if name in sys.modules:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from backfill_platform import settings
+from backfill_platform.pipeline.archive.boundary import REFUSED, entry_refusal, folder_refusal, lstat_size
 from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
 from backfill_platform.specs.archive_location import check_archive_root
 from backfill_platform.specs.durations import HOUR
@@ -44,7 +45,8 @@ class ArchiveFile:
 
 @dataclass(frozen=True)
 class UnlistedFile:
-    """A file below the archive root that no ingestion hour lists, so no window ever reads it."""
+    """A file below the archive root that no ingestion hour lists, so no window ever reads it; or an
+    entry refused at the boundary (`boundary.is_refusal(why)`), never opened, so its `lines` are 0."""
 
     name: str
     size: int
@@ -76,57 +78,78 @@ class LocalArchive:
     def list_hour(self, hour: datetime) -> list[ArchiveFile]:
         relative = hour.strftime(self.layout)
         folder = self.root / relative
-        if not folder.is_dir():
+        # An hour folder reached through a link leading out of the root is not read (`boundary`);
+        # `unlisted_files` reports it.
+        if not folder.is_dir() or folder_refusal(folder, self.root):
             return []
         # Paths are the resolved root's plus the layout's (no `..`); resolving each of a year's tens of
         # thousands of small files again would cost a dozen system calls per file for the same result.
         files = []
         with os.scandir(folder) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
-                if entry.is_file() and not hidden(entry.name):
-                    stat = entry.stat()
-                    files.append(
-                        ArchiveFile(
-                            path=entry.path,
-                            name=str(Path(relative) / entry.name),
-                            ingestion_hour=hour,
-                            size=stat.st_size,
-                            modified_ns=stat.st_mtime_ns,
-                        )
+                if hidden(entry.name) or entry.is_dir() or entry_refusal(entry, self.root):
+                    continue
+                stat = entry.stat()
+                files.append(
+                    ArchiveFile(
+                        path=entry.path,
+                        name=str(Path(relative) / entry.name),
+                        ingestion_hour=hour,
+                        size=stat.st_size,
+                        modified_ns=stat.st_mtime_ns,
                     )
+                )
         return files
 
     def hour_of(self, folder: str) -> datetime | None:
         """The ingestion hour a folder (relative to the root) stands for, if it is exactly one."""
         return hour_of(folder, self.layout)
 
-    def unlisted_files(self, first_hour: datetime, fmt: RecordFormat = JSON_LINES) -> list[UnlistedFile]:
-        """Files below the root that `list_hour` never returns for an hour from `first_hour` on.
+    def unlisted_files(
+        self, first_hour: datetime, fmt: RecordFormat = JSON_LINES, count: bool = True
+    ) -> list[UnlistedFile]:
+        """Files below the root that `list_hour` never returns for an hour from `first_hour` on, and
+        entries refused at the boundary (`boundary`: links leading out, special or unreadable files),
+        which are reported but never opened. `count=False` skips counting the unlisted files' records.
 
         Root-level hidden files (`_truth.json`) are the archive's own metadata and are not reported.
         """
-        found = []
+        found: list[UnlistedFile] = []
         if not self.root.is_dir():
             return found
-        for folder, _dirs, names in sorted(os.walk(self.root)):
-            relative = os.path.relpath(folder, self.root)
-            relative = "" if relative == "." else relative
-            # Most folders are hours from `first_hour` on, whose visible files are all listed: judged
-            # once per folder, and only their hidden files one by one.
+        pending = [""]  # folders relative to the root; links to folders are judged, never descended
+        while pending:
+            relative = pending.pop()
+            try:
+                with os.scandir(self.root / relative) as scan:
+                    entries = sorted(scan, key=lambda e: e.name)
+            except OSError as exc:  # a folder that cannot be listed is named, not a crash
+                found.append(UnlistedFile(relative, 0, 0, f"{REFUSED}cannot be listed ({exc.strerror})"))
+                continue
+            # Most folders are hours from `first_hour` on, whose visible regular files are all listed.
             hour = hour_of(relative, self.layout) if relative else None
             listed_folder = hour is not None and hour >= first_hour
-            for name in sorted(names):
-                if listed_folder and not hidden(name):
+            for entry in entries:
+                name = str(Path(relative) / entry.name) if relative else entry.name
+                if not relative and hidden(entry.name):
                     continue
-                path = Path(folder) / name
-                if (not relative and hidden(name)) or not path.is_file():
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(name)
                     continue
-                why = unlisted_reason(relative, name, self.layout, first_hour)
-                if why is None:
+                is_dir = entry.is_symlink() and entry.is_dir()
+                refusal = entry_refusal(entry, self.root, want_dir=is_dir)
+                if refusal:
+                    found.append(UnlistedFile(name, lstat_size(Path(entry.path)), 0, refusal))
                     continue
-                lines = sum(1 for _ in iter_records(str(path), fmt))
-                found.append(UnlistedFile(str(path.relative_to(self.root)), path.stat().st_size, lines, why))
-        return found
+                if is_dir:  # a link to a folder inside the root: its files are reported where they are
+                    continue
+                if listed_folder and not hidden(entry.name):
+                    continue
+                why = unlisted_reason(relative, entry.name, self.layout, first_hour)
+                if why is not None:
+                    lines = sum(1 for _ in iter_records(entry.path, fmt)) if count else 0
+                    found.append(UnlistedFile(name, entry.stat().st_size, lines, why))
+        return sorted(found, key=lambda f: f.name)
 
 
 def hour_of(folder: str, layout: str) -> datetime | None:

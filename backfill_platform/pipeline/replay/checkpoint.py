@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -63,7 +64,7 @@ class Checkpoint:
 def load(path: Path) -> Checkpoint | None:
     """The checkpoint at `path`, or None when there is none yet."""
     try:
-        raw = json.loads(Path(path).read_text())
+        raw = json.loads(_read_regular(Path(path)))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as error:
@@ -74,6 +75,17 @@ def load(path: Path) -> Checkpoint | None:
         return Checkpoint(**raw)
     except TypeError as error:
         raise CheckpointMismatch(f"checkpoint {path} has unexpected fields: {error}") from error
+
+
+def _read_regular(path: Path) -> str:
+    """The text of a regular file; a FIFO or device named as the checkpoint is refused, not waited on
+    (opened without blocking, judged by what was opened)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CheckpointMismatch(f"checkpoint {path} is not a regular file (a FIFO, device or folder)")
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(1 << 20).decode("utf-8")
 
 
 def save(checkpoint: Checkpoint, path: Path) -> None:

@@ -14,13 +14,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
-import sqlglot
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from sqlglot import exp
 
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.expressions import (
+    ExpressionError,
+    checked_aggregate,
+    checked_condition,
+    parse_checked,
+)
 
 Bucket = tuple[str, int | None]  # (ISO day, hour); the hour is None when the day is the bucket
 
@@ -58,9 +63,10 @@ def _bucket_of(row: Row, spec: DatasetSpec) -> Bucket:
 
 def _filtered(expression: str, condition: str) -> str:
     """`expression` with every outermost aggregate restricted to the rows matching `condition`
-    (`count(1)` -> `count(1) FILTER (WHERE condition)`), so rules with different filters share a pass."""
-    tree = sqlglot.parse_one(expression, read="spark")
-    where = sqlglot.parse_one(condition, read="spark")
+    (`count(1)` -> `count(1) FILTER (WHERE condition)`), so rules with different filters share a pass.
+    Both are checked and re-rendered snippets (`specs.expressions`); the result is built as a tree."""
+    tree = parse_checked(expression)
+    where = parse_checked(condition)
     outermost = [n for n in tree.find_all(exp.AggFunc) if n.find_ancestor(exp.AggFunc) is None]
     if not outermost:
         raise ValueError(f"{expression!r} is not an aggregate")
@@ -70,7 +76,23 @@ def _filtered(expression: str, condition: str) -> str:
             tree = replacement
         else:
             node.replace(replacement)
-    return tree.sql("spark")
+    return tree.sql("spark", comments=False)
+
+
+def _checked_rules(
+    by_filter: dict[str, list[tuple[str, str]]], columns: list[str]
+) -> dict[str, list[tuple[str, str]]]:
+    """The rules with every snippet checked against the events' columns and re-rendered: Spark only ever
+    gets the checked text, whether the spec came from a file (checked at load too) or from code."""
+    checked: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    try:
+        for condition, rules in by_filter.items():
+            checked[checked_condition(condition, columns)] += [
+                (alias, checked_aggregate(expression, columns)) for alias, expression in rules
+            ]
+    except ExpressionError as exc:
+        raise ValueError(f"a rule of the dataset is refused: {exc}") from None
+    return checked
 
 
 def events_figures(
@@ -98,9 +120,10 @@ def events_values(
     for rule in spec.reconciliation:
         if spec.source_of(rule) == source:
             by_filter[rule.filter].append((rule.column, rule.expression))
+    by_filter = _checked_rules(by_filter, events.columns)
     aggregates = [F.count(F.lit(1)).alias("_all"), hash_sum(events.columns).alias("_hash")]
     for i, (condition, rules) in enumerate(by_filter.items()):
-        aggregates.append(F.expr(f"count(1) FILTER (WHERE {condition})").alias(f"_matched{i}"))
+        aggregates.append(F.expr(_filtered("count(1)", condition)).alias(f"_matched{i}"))
         aggregates += [F.expr(_filtered(expression, condition)).alias(alias) for alias, expression in rules]
     values: dict[Bucket, dict[str, int]] = defaultdict(dict)
     rows: dict[str, int] = defaultdict(int)

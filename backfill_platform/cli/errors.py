@@ -1,0 +1,67 @@
+"""What the command line says when it cannot go on: one message and a non-zero exit, never a traceback.
+
+Every command runs inside `RefusingGroup`, which turns the platform's refusals (a spec, an archive, a
+range, a promotion or a replay refused: `ValueError`s and the refusal types) and the environment's
+predictable failures (no AWS region or credentials, a catalog that cannot be reached, a file that cannot
+be opened) into a `click.ClickException`. The message comes from data, so control characters are made
+visible (`ops.terminal.visible`) and a `user:password@` in a URL is masked. Anything else is a bug of the
+platform and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from backfill_platform.ops.terminal import visible
+
+_CREDENTIALS_IN_URL = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
+
+
+def message_of(error: BaseException) -> str | None:
+    """The one-line message of an error the command line answers with a refusal, or None for a bug."""
+    from backfill_platform.pipeline.promotion.adopt import AdoptRefused
+    from backfill_platform.pipeline.promotion.gate import PromotionRefused
+    from backfill_platform.pipeline.promotion.revert import RevertRefused
+    from backfill_platform.pipeline.replay.kinesis import ReplayError
+
+    if isinstance(error, AdoptRefused | PromotionRefused | RevertRefused | ReplayError | ValueError):
+        return str(error)
+    module = type(error).__module__
+    name = type(error).__name__
+    if module.startswith("botocore") and name == "NoRegionError":
+        return "no AWS region is configured: set AWS_REGION (or AWS_DEFAULT_REGION, or the profile's region)"
+    if module.startswith("botocore") and name in ("NoCredentialsError", "PartialCredentialsError"):
+        return f"AWS credentials are missing or incomplete: {error}"
+    if module.startswith("botocore") and name in ("EndpointConnectionError", "ConnectTimeoutError"):
+        return f"an AWS endpoint cannot be reached: {error}"
+    if module.startswith(("sqlalchemy", "psycopg", "sqlite3")) and "OperationalError" in name:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else name
+        return f"the Iceberg catalog's database cannot be reached or used: {first}"
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror or error}"
+    return None
+
+
+def refusal(error: BaseException) -> click.ClickException | None:
+    message = message_of(error)
+    if message is None:
+        return None
+    return click.ClickException(_CREDENTIALS_IN_URL.sub(r"\1***@", visible(message)))
+
+
+class RefusingGroup(click.Group):
+    """A command group whose commands answer refusals with one message (see the module docstring)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as error:
+            answer = refusal(error)
+            if answer is None:
+                raise
+            raise answer from None

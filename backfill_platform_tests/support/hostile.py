@@ -1,0 +1,90 @@
+"""What the hostile-input probes share (issue 30): the demo dataset to mutate, a folder loader that must
+refuse, a sentinel that no probe may create, and archives and YAML files built to be hostile."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from backfill_platform.specs.loader import SpecError, builtin_spec_data, load_specs
+from backfill_platform_tests.support.specs import mutated, write_spec
+
+DATASET = builtin_spec_data("views_per_title")
+# What a probe must never create: `reflect`/`java_method` probes name it, and each test checks it is absent.
+SENTINEL = Path("/tmp/issue30_probe_ran")
+
+
+def dataset(**changes) -> dict:
+    spec = yaml.safe_load(yaml.safe_dump(DATASET))
+    spec.update(changes)
+    return spec
+
+
+def refused_dataset(folder: Path, data: dict) -> str:
+    write_spec(folder, "playback", mutated())
+    path = write_spec(folder, "views", data)
+    with pytest.raises(SpecError) as error:
+        load_specs([folder])
+    message = str(error.value)
+    assert message.startswith(f"{path}: "), message
+    return message
+
+
+@pytest.fixture(autouse=True)
+def nothing_outside(tmp_path):
+    """No probe leaves the sentinel behind or a file in the working directory."""
+    SENTINEL.unlink(missing_ok=True)
+    before = set(os.listdir("."))
+    yield
+    assert not SENTINEL.exists()
+    assert set(os.listdir(".")) == before
+
+
+def write_yaml(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+HOST_LINE = '{"event_id": "host-file-line", "event_time": "2026-10-01T03:00:00Z"}\n'
+
+
+def hostile_archive(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """An archive whose hour folders hold links out of the root, special files and a broken link beside
+    one ordinary file and one link that stays inside; returns the root and each probe's expected reason."""
+    import stat
+
+    from backfill_platform.pipeline.archive.boundary import REFUSED
+
+    host = tmp_path / "host"
+    (host / "hour").mkdir(parents=True)
+    (host / "secret.jsonl").write_text(HOST_LINE)
+    (host / "hour" / "x.jsonl").write_text(HOST_LINE)
+    root = tmp_path / "archive"
+    hour = root / "2026" / "10" / "01" / "03"
+    hour.mkdir(parents=True)
+    (hour / "good.jsonl").write_text('{"event_id": "a", "event_time": "2026-10-01T03:00:00Z"}\n')
+    (root / "2026" / "10" / "01" / "inside.jsonl").write_text("{}\n")
+    (hour / "inside-link.jsonl").symlink_to(root / "2026" / "10" / "01" / "inside.jsonl")
+    (hour / "out-link.jsonl").symlink_to(host / "secret.jsonl")
+    (hour / "dev-zero.jsonl").symlink_to("/dev/zero")
+    (hour / "broken.jsonl").symlink_to(hour / "gone.jsonl")
+    os.mkfifo(hour / "fifo.jsonl")
+    (root / "2026" / "10" / "01" / "04").symlink_to(host / "hour")
+    expected = {
+        "2026/10/01/03/out-link.jsonl": "a symlink leading outside the archive root",
+        "2026/10/01/03/dev-zero.jsonl": "a symlink leading outside the archive root",
+        "2026/10/01/03/broken.jsonl": "a broken or looping symlink",
+        "2026/10/01/03/fifo.jsonl": "a FIFO (named pipe), not a regular file",
+        "2026/10/01/04": "a symlink leading outside the archive root",
+    }
+    try:  # a character device of the test's own (root may create one; others skip this probe)
+        os.mknod(hour / "zero-device.jsonl", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        expected["2026/10/01/03/zero-device.jsonl"] = "a character device, not a regular file"
+    except PermissionError:
+        pass
+    return root, {name: REFUSED + why for name, why in expected.items()}
