@@ -21,8 +21,9 @@ from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.archive.records import RecordFormat, iter_records
 from backfill_platform.specs.stream import StreamSpec
 
-SAMPLED_FILES = 8
+SAMPLED_RECORDS = 2000
 RECORDS_PER_FILE = 250
+MAX_FILES = 64  # small files (a quiet stream's hours): more of them, still a bounded read
 
 
 @dataclass
@@ -71,11 +72,13 @@ def _paths_of_tokens(value: Any, path: str = "") -> list[tuple[str, str]]:
 
 
 def sample_numbers(spec: StreamSpec, files: list[ArchiveFile]) -> NumberSample:
-    """Read up to RECORDS_PER_FILE records of SAMPLED_FILES files spread evenly over `files`."""
+    """Read up to RECORDS_PER_FILE records of files spread evenly over `files`, until SAMPLED_RECORDS
+    records or MAX_FILES files were read."""
     sample = NumberSample()
-    step = max(1, len(files) // SAMPLED_FILES)
     fmt = RecordFormat.of(spec.archive)
-    for archive_file in files[::step][:SAMPLED_FILES]:
+    for archive_file in files[:: max(1, len(files) // MAX_FILES)][:MAX_FILES]:
+        if sample.records >= SAMPLED_RECORDS:
+            break
         for record in islice(iter_records(archive_file.path, fmt, archive_file.reader), RECORDS_PER_FILE):
             text = record[1]
             if text is None:

@@ -1,7 +1,7 @@
 """Non-standard JSON numbers: `NaN`, `Infinity` and `-Infinity`, as Python producers write them.
 
 Python's `json.dumps` writes a missing float as `NaN` (and an infinite one as `Infinity`) unless told
-otherwise. That is not JSON: the strict parse that guards against text after a record (`parse._one_object`)
+otherwise. That is not JSON: the strict parse that guards against text after a record (`json_shape.one_object`)
 refuses the line, while Spark's lenient parser reads the token (as the text `"NaN"`, and `1e400` as
 `"Infinity"` too, so the lenient value alone cannot tell them apart). A stream says how its producer's
 tokens are read (`non_standard_numbers`: `quarantine`, `missing`, `keep`); whatever it says, a line is read

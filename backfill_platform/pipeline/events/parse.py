@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.pipeline.events import numbers
+from backfill_platform.pipeline.events.json_shape import one_object, values_on_line
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES, column_name
 from backfill_platform.specs.durations import HOUR, midnight
@@ -212,42 +213,6 @@ def as_micros(value: timedelta) -> int:
     return value // timedelta(microseconds=1)
 
 
-def _one_object(line: Column) -> Column:
-    """Whether `line` is exactly one JSON object, with nothing but whitespace around it.
-
-    Spark's `from_json` parses the first value of a line and ignores whatever follows it: of
-    `{"id":"a"}{"id":"b"}` (Firehose without a record delimiter) it returns the first record and drops
-    the second without a trace. Two strict parses by Jackson (the JVM's, so no Python per line) close
-    that gap: `[line]` is an array of exactly one element only if nothing but `]` (or whitespace)
-    follows the first value, and `{"k":line}` an object of exactly one key only if nothing but `}`
-    does — together, only if nothing follows it at all. A line that fails either is not one record.
-    """
-    trimmed = F.trim(line)
-    return F.coalesce(  # a failed strict parse is null: not one object
-        trimmed.startswith("{")
-        & trimmed.endswith("}")
-        & ~line.contains("\u0000")
-        & (F.json_array_length(F.concat(F.lit("["), line, F.lit("]"))) == 1)
-        # Only a `]` can end the array early, so lines without one (most) skip the second parse.
-        & (
-            ~line.contains("]")
-            | (F.size(F.json_object_keys(F.concat(F.lit('{"k":'), line, F.lit("}")))) == 1)
-        ),
-        F.lit(False),
-    )
-
-
-def _values_on_line(line: Column) -> Column:
-    """How many JSON objects a line holds back to back (`{...}{...}`, whitespace allowed between), or null.
-
-    Putting a comma between every `}` and `{` makes the line an array of its objects; inside a string the
-    same replacement changes only that string's text, never the array's shape, since `}{` can appear
-    nowhere else in valid JSON. Meant for lines `_one_object` refused: it says how many records they hold.
-    """
-    separated = F.regexp_replace(line, r"\}\s*\{", "},{")
-    return F.json_array_length(F.concat(F.lit("["), separated, F.lit("]")))
-
-
 def _malformed_detail(line: Column, tokens: Column) -> Column:
     """Why a line is not JSON, where that can be told: a NUL byte, or what only Spark's lenient parser
     accepts (it reads the first value of a line, and single-quoted text), with the non-standard
@@ -275,12 +240,12 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     parsed = (
         lines.withColumn("_r", F.from_json("line", _raw_schema(spec), options))
-        .withColumn("_valid", _one_object(F.col("line")))
+        .withColumn("_valid", one_object(F.col("line")))
         # Non-standard numbers (`numbers.py`): a line whose only defect they are is read from its clean copy.
         .withColumn("_clean", numbers.clean_line(F.col("line"), F.col("_valid")))
         .withColumn(
             "_numbers_only",
-            F.coalesce(F.col("_clean").isNotNull() & _one_object(F.col("_clean")), F.lit(False)),
+            F.coalesce(F.col("_clean").isNotNull() & one_object(F.col("_clean")), F.lit(False)),
         )
         .withColumn("_rc", F.when(F.col("_numbers_only"), F.from_json("_clean", _raw_schema(spec), options)))
         .withColumn("_v", F.when(F.col("_numbers_only"), F.col("_rc")).otherwise(F.col("_r")))
@@ -330,7 +295,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
     reason = (
         F.when(F.col("_defect").isNotNull(), F.col("_defect"))
-        .when(corrupt & (_values_on_line(strict_line) > 1), "multiple_json_values")
+        .when(corrupt & (values_on_line(strict_line) > 1), "multiple_json_values")
         .when(corrupt, "malformed_json")
         .when(F.col("_numbers_only") & (F.col("_reading") == "quarantine"), "non_standard_number")
         .when(F.col("_schema_version").isNull(), "unknown_schema_version")
@@ -349,7 +314,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             reason_col == "multiple_json_values",
             F.format_string(
                 "%d JSON values on one line (records written without a delimiter)",
-                _values_on_line(strict_line),
+                values_on_line(strict_line),
             ),
         )
         .when(reason_col == "non_standard_number", F.col("_tokens"))
