@@ -204,7 +204,7 @@ def plan_table(plan: Plan) -> Table:
         label = f"{p.day} (lookback)" if p.lookback_only else p.day.isoformat()
         table.add_row(
             label, window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
-            *(production_label(p.production[d.name]) for d in plan.datasets),
+            *("(read only)" if p.lookback_only else production_label(p.production[d.name]) for d in plan.datasets),
         )  # fmt: skip
     return table
 
