@@ -5,12 +5,14 @@ the demo's join (`attributed_plays` over copies of both streams, impressions rea
 each day) for 2026-10-02..03. Day 2026-10-02 reads the last half hour of impressions 2026-10-01, which
 nothing ingested before: the first backfill ingests it in its own run and promotes both days; a second
 backfill of the same range finds it ingested, passed and its archive unchanged, re-reads it and does not
-re-derive it. Read back: the ledger (Spark), the Dagster instance's materializations, and production's
-rows against the generator's attribution, computed in plain Python from the archives.
+re-derive it; once a file of its read window changes, it would be ingested again. Read back: the ledger
+(Spark), the Dagster instance's materializations, and production's rows against the generator's
+attribution, computed in plain Python from the archives.
 """
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from datetime import date
 from pathlib import Path
@@ -22,8 +24,12 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.devtools.generator.impressions import attribution_truth
+from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
+from backfill_platform.pipeline.events.ingest import window_files
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, latest_shadow_rows
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.specs.durations import day_bounds
+from backfill_platform.specs.loader import builtin_spec_data, load_specs
 from backfill_platform_tests.support.cli import invoke
 from backfill_platform_tests.support.datasets import TRANSFORMS
 from backfill_platform_tests.support.lakehouse import write_dagster_home
@@ -137,3 +143,29 @@ def test_a_source_day_already_ingested_is_re_read_not_re_derived(
     assert any(f"{BEFORE} read as it is (ingested in run {first_run}, unchanged)" in m for m in log), log
     assert f"read as it was, not re-derived (ingested by run {first_run}, checks passed)" in output
     assert_production_is_the_attribution(spark, data_dir, run_id)
+
+
+def test_a_source_day_whose_read_window_changed_is_ingested_again(first_backfill, join_env, spark, data_dir):
+    """What the events step decides for the day before, on a copy of the impressions archive (the stream's
+    own is left alone): as it is while the copy lists the same files, ingested once a file is added to
+    an hour of its read window."""
+    first_run = first_backfill[1]
+    stream = load_specs().streams[IMPRESSIONS]
+    copy = data_dir / "archive" / "impressions_before_changed"
+    shutil.copytree(data_dir / "archive" / IMPRESSIONS, copy)  # modification times kept: same manifest
+    stream = stream.model_copy(
+        update={
+            "archive": stream.archive.model_copy(update={"location": "archive/impressions_before_changed"})
+        }
+    )
+
+    def decided() -> DaysBefore:
+        files = window_files(stream, archive_for(stream), *day_bounds(BEFORE, DAYS[-1]))
+        return days_before(join_env, spark, IMPRESSIONS_EVENTS, stream, files, date.fromisoformat(DAYS[0]), 1)
+
+    assert decided() == DaysBefore(as_they_are={BEFORE: f"ingested in run {first_run}, unchanged"})
+    late = copy / "2026" / "10" / "01" / "20" / "impressions-2026-10-01-20-late-0001.jsonl.gz"
+    late.write_bytes(
+        gzip.compress(b'{"event_id": "late-0", "event_time": "2026-10-01T20:10:00Z"}\n', mtime=0)
+    )
+    assert decided() == DaysBefore(ingest=[BEFORE])
