@@ -75,7 +75,9 @@ def build_events_asset(
             f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
             "exactly that range in one commit. Each day is checked on its own; a day is only "
             "materialized once it passed, and only once it is settled (its lateness horizon passed "
-            "and no ingestion hour is missing)."
+            "and no ingestion hour is missing). A dataset backfill whose lookback reads days before its "
+            "range (run tag `backfill_platform/source_days_before`) has this step ingest them too, in "
+            "the same run, unless they are already ingested, passed and unchanged."
         ),
         metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
         # Events and quarantine of a window are two commits: one ingestion of a stream at a time, so two
