@@ -145,9 +145,13 @@ def events_materialized(truth, playback, spark_resource):
 
 @pytest.fixture(scope="session")
 def dagster_dev_data(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The data directory of the session's `dagster dev` (a copy of the generated archive): its runs
-    commit to its own catalog, never to the test process's."""
-    return own_data_dir(tmp_path_factory.mktemp("dagster_dev_data"), playback_archive)
+    """The data directory of the session's `dagster dev` (a copy of the generated archives, playback and
+    impressions): its runs commit to its own catalog, never to the test process's."""
+    import shutil
+
+    root = own_data_dir(tmp_path_factory.mktemp("dagster_dev_data"), playback_archive)
+    shutil.copytree(playback_archive.parent / "impressions", root / "archive" / "impressions")
+    return root
 
 
 @pytest.fixture(scope="session")
@@ -185,10 +189,12 @@ def dagster_dev(dagster_dev_data: Path, dagster_dev_specs: Path, tmp_path_factor
 
 @pytest.fixture(scope="session")
 def views_backfill(dagster_dev) -> dict:
-    """events → shadow v2 → production of `views_per_title` over VIEWS_BACKFILL_DAYS, launched through
-    GraphQL as the UI does and waited for; the final `partitionBackfillOrError` (any end status). It
-    writes the demo tables of `dagster dev`'s own lakehouse; the tests only read what it did."""
+    """events → shadow v2 → production of `views_per_title` and of the join `attributed_plays` over
+    VIEWS_BACKFILL_DAYS, launched through GraphQL as the UI does and waited for; the final
+    `partitionBackfillOrError` (any end status). It writes the demo tables of `dagster dev`'s own
+    lakehouse; the tests only read what it did."""
     from backfill_platform_tests.support.dagster_dev import (
+        JOIN_BACKFILL_ASSETS,
         VIEWS_BACKFILL_ASSETS,
         VIEWS_BACKFILL_DAYS,
         VIEWS_BACKFILL_TAGS,
@@ -198,7 +204,7 @@ def views_backfill(dagster_dev) -> dict:
 
     backfill_id = launch_backfill(
         dagster_dev,
-        VIEWS_BACKFILL_ASSETS,
+        VIEWS_BACKFILL_ASSETS + JOIN_BACKFILL_ASSETS,
         VIEWS_BACKFILL_DAYS,
         title=f"views_per_title v2, {len(VIEWS_BACKFILL_DAYS)} days, through GraphQL",
         tags=VIEWS_BACKFILL_TAGS,

@@ -106,6 +106,13 @@ def test_the_plan_of_a_join_covers_every_source(cli_env, data_dir: Path, truth):
     for stream, text in zip(("playback", "impressions"), plans, strict=True):
         files, size, lines = archive_day(data_dir / "archive" / stream, day)
         assert table_row(text, day.isoformat())[2:5] == [f"{files:,}", f"{size:,}", f"{lines:,}"], stream
+    # The impressions' lookback reads the day before the range: planned too, with its own figures.
+    before = day - timedelta(days=1)
+    files, size, lines = archive_day(data_dir / "archive" / "impressions", before)
+    row = table_row(plans[1], f"{before} (lookback)")
+    assert row[2:5] == [f"{files:,}", f"{size:,}", f"{lines:,}"]
+    assert f"impressions {before} is read by the lookback of the range's first day: " in plans[1]
+    assert f"{before} (lookback)" not in plans[0]
 
 
 def test_plan_names_the_missing_ingestion_hour(cli_env):

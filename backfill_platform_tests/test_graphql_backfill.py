@@ -6,7 +6,9 @@ events → shadow v2 → production of `views_per_title` for three days with `la
 polls `partitionBackfillOrError` until the daemon marks it done; this test checks that the whole range
 ran as one run, then reads the ledger and the tables of `dagster dev`'s lakehouse back with a Spark
 session of this process bound to it: the range was re-derived, checked and promoted in one production
-commit that names the backfill, its reason and its ticket.
+commit that names the backfill, its reason and its ticket. The same backfill holds the join
+`attributed_plays`, whose lookback reads impressions of the day before the range (ingested in the same run)
+and whose day after the range is read only through that lookback: it is neither run nor reported failed.
 """
 
 from __future__ import annotations
@@ -15,8 +17,18 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import read_at
+from backfill_platform.ops.submit import asset_statuses
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
-from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS, VIEWS_BACKFILL_TAGS
+from backfill_platform.pipeline.shadow.validate import CHECK_DESCRIPTIONS
+from backfill_platform_tests.support.dagster_dev import (
+    JOIN_BACKFILL_ASSETS,
+    JOIN_DAY_AFTER,
+    JOIN_DAY_BEFORE,
+    VIEWS_BACKFILL_DAYS,
+    VIEWS_BACKFILL_TAGS,
+    check_executions,
+    materializations,
+)
 from backfill_platform_tests.support.lakehouse import lakehouse_session
 
 pytestmark = pytest.mark.other_writers
@@ -96,3 +108,50 @@ def test_graphql_backfill_rederives_and_promotes_the_range(views_backfill: dict,
     assert production.count() == shadow.count()
     assert production.exceptAll(shadow).count() == 0
     assert shadow.exceptAll(production).count() == 0
+
+
+JOIN_SHADOW, JOIN_PRODUCTION = JOIN_BACKFILL_ASSETS[1], JOIN_BACKFILL_ASSETS[2]
+
+
+def test_the_join_backfills_its_selected_days_only(views_backfill: dict, dagster_dev, spark):
+    """The day after the range (2026-10-05: the lookback of its impressions reads 2026-10-04, and nothing
+    ingested its own events) is not targeted: the backfill succeeds with every selected (check, day)
+    SUCCEEDED, and nothing of that day is reported failed."""
+    assert views_backfill["status"] == "COMPLETED_SUCCESS", f"{views_backfill}\n{dagster_dev.log_tail()}"
+    (run,) = views_backfill["runs"]
+    statuses = asset_statuses(views_backfill)
+    for asset in JOIN_BACKFILL_ASSETS[1:]:
+        status = statuses["/".join(asset)]
+        assert (status["numPartitionsTargeted"], status["numPartitionsMaterialized"]) == (3, 3), status
+        assert status["numPartitionsFailed"] == 0, status
+    for check in CHECK_DESCRIPTIONS:
+        for day in DAYS:
+            executions = [
+                e
+                for e in check_executions(dagster_dev, JOIN_SHADOW, check, day)
+                if e["runId"] == run["runId"]
+            ]
+            assert [e["status"] for e in executions] == ["SUCCEEDED"], (check, day, executions)
+        after = check_executions(dagster_dev, JOIN_SHADOW, check, JOIN_DAY_AFTER)
+        assert [e for e in after if e["status"] != "SUCCEEDED"] == [], (check, after)
+    for asset in JOIN_BACKFILL_ASSETS[1:]:
+        assert materializations(dagster_dev, asset, [JOIN_DAY_AFTER]) == [], asset
+        assert sorted(m["partition"] for m in materializations(dagster_dev, asset, DAYS)) == DAYS, asset
+
+    # Read back: the impressions of the day before were ingested by the run; the join's days promoted by it.
+    spark = lakehouse_session(spark, dagster_dev.data_dir)
+    for identifier in ("lake.platform.ingestions", LEDGER, "lake.prod.attributed_plays"):
+        spark.sql(f"REFRESH TABLE {identifier}")
+    ingested = {
+        row["partition"].isoformat(): row
+        for row in spark.table("lake.platform.ingestions").where(F.col("stream") == "impressions").collect()
+    }
+    assert sorted(ingested) == [JOIN_DAY_BEFORE, *DAYS]
+    assert {(r["run_id"], r["checks_passed"]) for r in ingested.values()} == {(run["runId"], True)}
+    promoted = spark.table(LEDGER).where(
+        (F.col("dataset") == "attributed_plays") & (F.col("promotion_run_id") == run["runId"])
+    )
+    assert sorted(r["partition"].isoformat() for r in promoted.collect()) == DAYS
+    production = spark.table("lake.prod.attributed_plays").groupBy("play_date").count().collect()
+    assert sorted(r["play_date"].isoformat() for r in production) == DAYS
+    assert all(r["count"] > 0 for r in production)

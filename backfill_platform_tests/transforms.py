@@ -55,3 +55,10 @@ def attributed_gate(playback: DataFrame, impressions_gate: DataFrame) -> DataFra
     from backfill_platform.defs.attributed_plays.transform import attributed_v2
 
     return attributed_v2(playback, impressions_gate)
+
+
+def attributed_before(playback_before: DataFrame, impressions_before: DataFrame) -> DataFrame:
+    """attributed_plays v2 over copies of both streams (`test_join_days_before.py`)."""
+    from backfill_platform.defs.attributed_plays.transform import attributed_v2
+
+    return attributed_v2(playback_before, impressions_before)

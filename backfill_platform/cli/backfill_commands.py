@@ -36,6 +36,7 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
     """
     from backfill_platform.ops.plan import plan_summary, plan_table
+    from backfill_platform.specs.durations import DAY
     from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
@@ -54,14 +55,22 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
         datasets = [d for d in specs.datasets.values() if stream in d.stream_names]
         streams = [stream]
     console = wide_console()
+    # A dataset's plan also lists the source days its lookback reads before the range (the backfill
+    # ingests them, or validates them as already ingested and unchanged, in the same run).
+    reads_from = {}
+    if dataset is not None:
+        reads_from = {i.stream: first - i.days_back * DAY for i in datasets[0].inputs if i.days_back}
     for name in streams:
-        result = counted_plan(console, specs.streams[name], datasets, first, after)
+        stream_spec = specs.streams[name]
+        read_from = reads_from.get(name)
+        read_from = max(read_from, stream_spec.first_partition) if read_from else None
+        result = counted_plan(console, stream_spec, datasets, first, after, read_from)
         console.print(plan_table(result))
         for line in plan_summary(result):
             console.print(line)
 
 
-def counted_plan(console, stream, datasets, first, after):
+def counted_plan(console, stream, datasets, first, after, read_from=None):
     """`build_plan` of one stream with a progress bar of the bytes counted."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
@@ -80,7 +89,7 @@ def counted_plan(console, stream, datasets, first, after):
         def counted(archive_file, total_bytes: int) -> None:
             progress.update(task, total=total_bytes, advance=archive_file.size)
 
-        return build_plan(stream, datasets, first, after, on_file=counted)
+        return build_plan(stream, datasets, first, after, on_file=counted, read_from=read_from)
 
 
 @main.command()
@@ -140,7 +149,13 @@ def backfill(
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
     """
-    from backfill_platform.ops.backfill import POLICIES, BackfillRequest, problem_lines, report_table
+    from backfill_platform.ops.backfill import (
+        POLICIES,
+        BackfillRequest,
+        days_before_lines,
+        problem_lines,
+        report_table,
+    )
     from backfill_platform.ops.graphql import SubmitError
     from backfill_platform.ops.in_process import run_backfill
     from backfill_platform.ops.progress import backfill_update, progress_display, step_update
@@ -170,6 +185,8 @@ def backfill(
         with instance_from_env() as instance, refusals(), running as update:
             outcome = run_backfill(request, instance, on_step=step_update(update))
     console.print(report_table(outcome, per_day))
+    for line in days_before_lines(outcome):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     for line in problem_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if outcome.held_back:

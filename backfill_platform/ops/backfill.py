@@ -24,7 +24,9 @@ from backfill_platform.pipeline.run_tags import (
     PER_DAY,
     PROMOTION_POLICY_TAG,
     REASON_TAG,
+    SOURCE_DAYS_BEFORE_TAG,
     TICKET_TAG,
+    source_days_before_tag,
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.specs.dataset import DatasetSpec
@@ -46,12 +48,25 @@ class BackfillRequest:
     policy: str = ALL_OR_NOTHING
     log_level: str = "CRITICAL"  # failures are reported from the run's events, not its log
     # Every source of a dataset with several (`stream` is the first); the range re-derives each one's
-    # events. Days a lookback reaches before the range are read as they are.
+    # events, and the run ingests the source days a lookback reads before the range, unless they are
+    # already ingested, passed and unchanged (`pipeline/events/days_before.py`).
     sources: tuple[StreamSpec, ...] = ()
 
     @property
     def days(self) -> list[date]:
         return days_between(self.start, self.end)
+
+    @property
+    def days_before(self) -> dict[str, list[date]]:
+        """Per source whose lookback reaches before the range: those days (from the stream's first day)."""
+        streams = {s.name: s for s in self.sources or (self.stream,)}
+        before = {}
+        for source in self.dataset.inputs:
+            first = streams[source.stream].first_partition
+            days = [self.start - n * DAY for n in range(source.days_back, 0, -1)]
+            if days := [d for d in days if d >= first]:
+                before[source.stream] = days
+        return before
 
     def asset_keys(self) -> list[AssetKey]:
         events = [events_key(s) for s in self.sources or (self.stream,)]
@@ -64,6 +79,9 @@ class BackfillRequest:
             "dagster/asset_partition_range_end": (self.end - DAY).isoformat(),
             PROMOTION_POLICY_TAG: self.policy,
         }
+        if self.days_before:
+            counts = {stream: len(days) for stream, days in self.days_before.items()}
+            tags[SOURCE_DAYS_BEFORE_TAG] = source_days_before_tag(counts)
         tags |= {REASON_TAG: self.reason} if self.reason else {}
         return tags | ({TICKET_TAG: self.ticket} if self.ticket else {})
 
@@ -91,6 +109,8 @@ class BackfillOutcome:
     production: dict[date, Row] = field(default_factory=dict)  # what production holds now
     run_ids: tuple[str, ...] = ()  # every run of a submitted backfill; () means (run_id,)
     backfill_id: str | None = None  # set when submitted to a webserver
+    # (source, day before the range its lookback reads) -> that day's latest events figures
+    before: dict[tuple[str, date], Row] = field(default_factory=dict)
 
     def promoted_by_this_run(self, day: date) -> bool:
         row = self.production.get(day)
@@ -198,4 +218,29 @@ def problem_lines(outcome: BackfillOutcome) -> list[str]:
     """`2026-10-03 quarantine_ratio 3.1% > 1%: 981 lines unknown_schema_version`, per failed day."""
     lines = [f"{p.day} {p.check} {p.detail}" + ("" if p.blocking else " (warning)") for p in outcome.problems]
     lines += [f"step {failure}" for failure in outcome.step_failures]
+    return lines
+
+
+def days_before_lines(outcome: BackfillOutcome) -> list[str]:
+    """Per source day read before the range by a lookback: ingested by this backfill, or read as it is.
+
+    `impressions 2026-09-30 (read by the lookback of 2026-10-01): ingested by this run, 1,204 records,
+    checks passed`, or `… read as it was, not re-derived: ingested by run …, checks passed`.
+    """
+    runs = outcome.run_ids or (outcome.run_id,)
+    lines = []
+    for stream, days in outcome.request.days_before.items():
+        for day in days:
+            row = outcome.before.get((stream, day))
+            what = f"{stream} {day} (read by the lookback of {outcome.request.start})"
+            if row is None:
+                lines.append(f"{what}: never ingested")
+                continue
+            verdict = "checks passed" if row["checks_passed"] else f"failed {row['failed_checks']}"
+            if row["run_id"] in runs:
+                lines.append(f"{what}: ingested by this run, {row['records']:,} records, {verdict}")
+            else:
+                lines.append(
+                    f"{what}: read as it was, not re-derived (ingested by run {row['run_id']}, {verdict})"
+                )
     return lines

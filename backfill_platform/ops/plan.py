@@ -24,6 +24,7 @@ from backfill_platform.ops.ledger_view import (
     events_throughput,
     in_production,
     ingestion_rows,
+    latest,
     ledger_rows,
     production_label,
 )
@@ -69,6 +70,9 @@ class DayPlan:
     settles_at: datetime
     offset_gaps: list[str] = field(default_factory=list)  # Kafka Connect archives: missing offsets
     production: dict[str, Row | None] = field(default_factory=dict)  # dataset -> its ledger row
+    # A day before the range that a dataset's lookback reads: its latest ingestion (None: never)
+    lookback_only: bool = False
+    ingestion: Row | None = None
 
     @property
     def bytes(self) -> int:
@@ -137,12 +141,14 @@ def build_plan(
     start: date,
     end: date,
     on_file: Callable[[ArchiveFile, int], None] = lambda _file, _total: None,
+    read_from: date | None = None,
 ) -> Plan:
     """The plan of the days [start, end) of `stream`; `on_file(file, total bytes of the range)` is
-    called after each file is counted (a progress bar)."""
-    days = days_between(start, end)
-    if not days:
+    called after each file is counted (a progress bar). `read_from` (before `start`): the first day a
+    dataset's lookback reads; the days [read_from, start) are planned too, marked as read by the lookback."""
+    if not days_between(start, end):
         raise ValueError(f"empty range: --start {start} must be before --end {end} (exclusive)")
+    days = days_between(min(read_from or start, start), end)
     archive = archive_for(stream)
     files = list_files(archive, *read_window(stream, *day_bounds(days[0], days[-1])))
     counted: dict[str, int] = {}
@@ -158,6 +164,8 @@ def build_plan(
     status = completeness(stream, files, [d.isoformat() for d in days], settings.now(), held)
     catalog = open_catalog()
     production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
+    ingestions = ingestion_rows(catalog, stream.name)
+    latest_ingestion = latest(ingestions)
     plans = []
     for day in days:
         low, high = read_window(stream, *day_bounds(day))
@@ -174,6 +182,8 @@ def build_plan(
                 settles_at=status[day.isoformat()].horizon,
                 offset_gaps=status[day.isoformat()].gaps,
                 production={name: rows.get(day) for name, rows in production.items()},
+                lookback_only=day < start,
+                ingestion=latest_ingestion.get(day),
             )
         )
     return Plan(
@@ -184,7 +194,7 @@ def build_plan(
         bytes=total,
         lines=sum(counted.values()),
         unreadable=unreadable,
-        throughput=events_throughput(ingestion_rows(catalog, stream.name)),
+        throughput=events_throughput(ingestions),
         numbers=sample_numbers(stream, files),
         refused=refused_entries(stream, archive),
     )
@@ -217,9 +227,10 @@ def plan_table(plan: Plan) -> Table:
         missing = f"[red]{format_hours(p.missing_hours)}" if p.missing_hours else "none"
         if proves_by_offsets(s):
             missing = f"[red]{len(p.offset_gaps)} gap(s)" if p.offset_gaps else "none"
+        label = f"{p.day} (lookback)" if p.lookback_only else p.day.isoformat()
         table.add_row(
-            p.day.isoformat(), window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
-            *(production_label(p.production[d.name]) for d in plan.datasets),
+            label, window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
+            *("(read only)" if p.lookback_only else production_label(p.production[d.name]) for d in plan.datasets),
         )  # fmt: skip
     return table
 
@@ -251,6 +262,7 @@ def plan_summary(plan: Plan) -> list[str]:
     advice = plan.numbers.advice(plan.stream) if plan.numbers else None
     if advice:
         lines.append(advice)
+    lines += lookback_lines(plan)
     holes = [p for p in plan.days if p.missing_hours]
     if holes:
         lines.append(
@@ -269,4 +281,23 @@ def plan_summary(plan: Plan) -> list[str]:
             f"{len(unsettled)} day(s) are not settled yet (lateness horizon ahead): "
             + ", ".join(f"{p.day} at {p.settles_at:%Y-%m-%d %H:%M}" for p in unsettled)
         )
+    return lines
+
+
+def lookback_lines(plan: Plan) -> list[str]:
+    """What a dataset backfill does with each day before the range its lookback reads."""
+    lines = []
+    for p in (p for p in plan.days if p.lookback_only):
+        row = p.ingestion
+        what = f"{plan.stream.name} {p.day} is read by the lookback of the range's first day: "
+        if row is None:
+            lines.append(what + "never ingested, the backfill ingests it in the same run")
+        elif not row["checks_passed"] or row.get("provisional"):
+            state = "provisional" if row["checks_passed"] else f"failed {row['failed_checks']}"
+            lines.append(what + f"ingested by run {row['run_id']} ({state}), the backfill ingests it again")
+        else:
+            lines.append(
+                what + f"ingested by run {row['run_id']} (checks passed), the backfill re-reads it and "
+                "re-derives it only if a file of its read window changed since"
+            )
     return lines

@@ -84,6 +84,12 @@ def read_back(
         production={d: r for d, r in in_production(rows).items() if d in days},
         run_ids=run_ids,
         backfill_id=backfill_id,
+        before={
+            (stream, day): row
+            for stream, days in request.days_before.items()
+            for day, row in latest(ingestion_rows(catalog, stream)).items()
+            if day in days
+        },
     )
 
 

@@ -38,3 +38,27 @@ def promotion_policy(tags: Mapping[str, str]) -> str:
             f"run tag {PROMOTION_POLICY_TAG}={policy!r} must be {ALL_OR_NOTHING!r} or {PER_DAY!r}"
         )
     return policy
+
+
+# A dataset backfill's sources whose lookback reaches before its range: `impressions=1,weather=1`. Their
+# events steps ingest (or validate as already ingested and unchanged) that many days before the range.
+SOURCE_DAYS_BEFORE_TAG = "backfill_platform/source_days_before"
+
+
+def source_days_before_tag(days_before: Mapping[str, int]) -> str:
+    return ",".join(f"{stream}={days}" for stream, days in sorted(days_before.items()) if days)
+
+
+def source_days_before(tags: Mapping[str, str], stream: str) -> int:
+    """How many days before the run's range the stream's events step must ingest or validate (0: none)."""
+    text = tags.get(SOURCE_DAYS_BEFORE_TAG, "").strip()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, days = item.partition("=")
+        if not days.isdigit():
+            raise ValueError(
+                f"run tag {SOURCE_DAYS_BEFORE_TAG}={text!r}: each item must be `<stream>=<days>`, e.g. "
+                "`impressions=1`"
+            )
+        if name.strip() == stream:
+            return int(days)
+    return 0

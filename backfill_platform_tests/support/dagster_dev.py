@@ -2,7 +2,7 @@
 
 One webserver and daemon serve the repository's workspace for the whole pytest session (the `dagster_dev`
 fixture in conftest.py), with its own Dagster instance, a data directory of its own (`dagster_dev_data`:
-its runs commit there, never to the test process's catalog) holding a copy of the generated archive, and
+its runs commit there, never to the test process's catalog) holding a copy of the generated archives, and
 an extra spec folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides
 the demo's: `playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted,
 and the dataset `views_gap_ui` on it. `playback_submitted`/`views_submitted`: a whole copy, which
@@ -30,6 +30,7 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.ops import graphql, submit
 from backfill_platform.ops.graphql import GraphQLClient, SubmitError
+from backfill_platform.pipeline.run_tags import SOURCE_DAYS_BEFORE_TAG
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 from backfill_platform_tests.support.session import REPO_ROOT
 
@@ -54,14 +55,27 @@ metadata_values = graphql.metadata_values
 SUBMIT_STREAM = "playback_submitted"
 SUBMIT_DATASET = "views_submitted"
 
-# The session's one successful backfill (the `views_backfill` fixture), shared by the GraphQL tests.
+# The session's one successful backfill (the `views_backfill` fixture), shared by the GraphQL tests: the
+# demo's assets, the join included. The join's first day reads impressions 2026-10-01 (its lookback), which
+# the impressions' events step ingests in the same run (the tag `backfill --dataset` sets); the join's
+# day after the range, 2026-10-05, is read only through the lookback and is not part of the backfill.
 VIEWS_BACKFILL_DAYS = ["2026-10-02", "2026-10-03", "2026-10-04"]
 VIEWS_BACKFILL_ASSETS = [
     ["raw", "playback_events"],
     ["shadow", "views_per_title__v2"],
     ["prod", "views_per_title_production"],
 ]
-VIEWS_BACKFILL_TAGS = {"backfill_platform/reason": "graphql test", "backfill_platform/ticket": "T-1"}
+JOIN_BACKFILL_ASSETS = [
+    ["raw", "impressions_events"],
+    ["shadow", "attributed_plays__v2"],
+    ["prod", "attributed_plays_production"],
+]
+JOIN_DAY_BEFORE, JOIN_DAY_AFTER = "2026-10-01", "2026-10-05"
+VIEWS_BACKFILL_TAGS = {
+    "backfill_platform/reason": "graphql test",
+    "backfill_platform/ticket": "T-1",
+    SOURCE_DAYS_BEFORE_TAG: "impressions=1",
+}
 
 MATERIALIZATIONS_QUERY = f"""
 query Materializations($assetKey: AssetKeyInput!, $partitions: [String!]) {{

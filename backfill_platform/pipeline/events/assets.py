@@ -10,7 +10,7 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
 from backfill_platform.pipeline.archive.assets import archive_key
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.listing import archive_for, hours
 from backfill_platform.pipeline.events.checks import (
     CHECK_DESCRIPTIONS,
     REQUIRED_COLUMNS,
@@ -22,6 +22,7 @@ from backfill_platform.pipeline.events.checks import (
     settled_check,
 )
 from backfill_platform.pipeline.events.completeness import completeness
+from backfill_platform.pipeline.events.days_before import days_before
 from backfill_platform.pipeline.events.ingest import (
     REASONS,
     IngestResult,
@@ -31,13 +32,19 @@ from backfill_platform.pipeline.events.ingest import (
     window_files,
 )
 from backfill_platform.pipeline.events.read_record import read_observations
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
-from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
+from backfill_platform.pipeline.run_tags import (
+    PER_DAY,
+    promotion_policy,
+    run_properties,
+    source_days_before,
+)
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.checksums import day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.pipeline.validation.verdicts import day_outcomes, failed_days
+from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -68,7 +75,9 @@ def build_events_asset(
             f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
             "exactly that range in one commit. Each day is checked on its own; a day is only "
             "materialized once it passed, and only once it is settled (its lateness horizon passed "
-            "and no ingestion hour is missing)."
+            "and no ingestion hour is missing). A dataset backfill whose lookback reads days before its "
+            "range (run tag `backfill_platform/source_days_before`) has this step ingest them too, in "
+            "the same run, unless they are already ingested, passed and unchanged."
         ),
         metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
         # Events and quarantine of a window are two commits: one ingestion of a stream at a time, so two
@@ -80,12 +89,20 @@ def build_events_asset(
         per_day = promotion_policy(context.run.tags) == PER_DAY
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
         archive = archive_for(spec)
-        files = window_files(spec, archive, window.start, window.end)
+        before_count = source_days_before(context.run.tags, spec.name)
+        files = window_files(spec, archive, window.start - before_count * DAY, window.end)
         # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
         session = spark.session_for_read(sum(f.size for f in files))
-        result = ingest_window(
-            session, spec, archive, window.start, window.end, run_properties(context), files
-        )
+        # A dataset backfill's lookback reads days before the range: ingested here unless already good.
+        before = days_before(context.instance, session, key, spec, files, window.start.date(), before_count)
+        if before_count:
+            context.log.info(before.log_line(spec.name))
+            start = window.start - len(before.ingest) * DAY
+            read = set(hours(*read_window(spec, start, window.end)))
+            files = [f for f in files if f.ingestion_hour in read]
+        else:
+            start = window.start
+        result = ingest_window(session, spec, archive, start, window.end, run_properties(context), files)
         context.log.info(ingest_report(result))
         if result.unlisted:
             # Not part of any day's figures (no window reads them), but never silently ignored.
@@ -96,7 +113,7 @@ def build_events_asset(
         days = sorted(result.partitions)
         # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
         written = read_at(session, events_table(session, spec), result.events_snapshot_id).where(
-            in_range("event_time", window.start, window.end)
+            in_range("event_time", start, window.end)
         )
         # One pass: each day's fingerprint, and the null counts the schema check needs.
         fingerprints, nulls = day_fingerprints_and_nulls(
@@ -104,7 +121,7 @@ def build_events_asset(
         )
         rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
         verdicts = [
-            *reconciliation_check(session, spec, result, rows_by_day, window.start, window.end),
+            *reconciliation_check(session, spec, result, rows_by_day, start, window.end),
             *quarantine_ratio_check(spec, result),
             *schema_check(spec, written, days, nulls),
             *records_present_check(spec, result),
@@ -147,6 +164,7 @@ def build_events_asset(
             day_metadata,
             {"table": events_table(session, spec), "snapshot_id": str(result.events_snapshot_id)},
             per_day,
+            extra_days=before.ingest,
         )
 
     return _events

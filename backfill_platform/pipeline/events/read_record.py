@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from dagster import AssetKey, AssetObservation
+from dagster import AssetKey, AssetObservation, DagsterEventType, DagsterInstance
 
 from backfill_platform.dagster_internals import DATA_VERSION_TAG
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours, manifest_fingerprint
@@ -41,18 +41,31 @@ def read_observations(
     key: AssetKey, spec: StreamSpec, files: list[ArchiveFile], days: Iterable[str], listed_at: datetime
 ) -> Iterator[AssetObservation]:
     """One observation per committed day: the read version of the files the run listed, and when."""
-    by_hour: dict[str, list[ArchiveFile]] = defaultdict(list)
-    for f in files:
-        by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
-    versions = {hour: manifest_fingerprint(fs) for hour, fs in by_hour.items()}
-    for day in days:
-        version = read_version(versions, window_hours(spec, midnight(day)))
+    for day, version in day_read_versions(spec, files, days).items():
         yield AssetObservation(
             asset_key=key,
             partition=day,
             tags={DATA_VERSION_TAG: encode_read(version, listed_at)},
             metadata={"archive_read_version": version},
         )
+
+
+def day_read_versions(spec: StreamSpec, files: list[ArchiveFile], days: Iterable[str]) -> dict[str, str]:
+    """Each day's read version of `files` (a listing that covers the days' read windows)."""
+    by_hour: dict[str, list[ArchiveFile]] = defaultdict(list)
+    for f in files:
+        by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
+    versions = {hour: manifest_fingerprint(fs) for hour, fs in by_hour.items()}
+    return {day: read_version(versions, window_hours(spec, midnight(day))) for day in days}
+
+
+def recorded_read_versions(instance: DagsterInstance, key: AssetKey, days: list[str]) -> dict[str, str]:
+    """The read version each day's latest events run recorded (days without a recorded read left out)."""
+    tags = instance.event_log_storage.get_latest_tags_by_partition(
+        key, DagsterEventType.ASSET_OBSERVATION, [DATA_VERSION_TAG], days
+    )
+    reads = {day: decode_read(t[DATA_VERSION_TAG]) for day, t in tags.items() if DATA_VERSION_TAG in t}
+    return {day: read[0] for day, read in reads.items() if read}
 
 
 def encode_read(version: str, listed_at: datetime) -> str:

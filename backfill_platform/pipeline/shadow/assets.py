@@ -10,7 +10,6 @@ from dagster import (
     AutomationCondition,
     Config,
     Failure,
-    TimeWindowPartitionMapping,
 )
 from pydantic import Field
 
@@ -21,6 +20,7 @@ from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import record_validation
+from backfill_platform.pipeline.lookback_mapping import LookbackMapping
 from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
 from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source, streams_of
@@ -169,15 +169,11 @@ def build_shadow_asset(
 
 def source_dep(source: SourceInput, stream: StreamSpec) -> AssetDep:
     """A source's events feed the shadow day by day; with a lookback, day D also reads the days before it
-    that the lookback reaches into (D-1 for a lookback up to a day): exact in whole days."""
+    that the lookback reaches into (D-1 for a lookback up to a day): exact in whole days, in the code
+    location (see `lookback_mapping` for what asset backfills see)."""
     if not source.days_back:
         return AssetDep(events_key(stream))
-    return AssetDep(
-        events_key(stream),
-        partition_mapping=TimeWindowPartitionMapping(
-            start_offset=-source.days_back, end_offset=0, allow_nonexistent_upstream_partitions=True
-        ),
-    )
+    return AssetDep(events_key(stream), partition_mapping=LookbackMapping(source.days_back))
 
 
 def day_metadata(

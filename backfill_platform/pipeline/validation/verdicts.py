@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,19 +64,29 @@ def day_outcomes(
     day_metadata: Mapping[str, Mapping[str, Any]],
     range_metadata: Mapping[str, Any],
     per_day: bool,
+    extra_days: Sequence[str] = (),
 ) -> Iterator[MaterializeResult | AssetMaterialization | AssetCheckEvaluation]:
     """What a range step yields: each day's materialization with its own figures, and its verdicts.
+
+    `extra_days` are days before the run's range that the step also committed (the source days a dataset
+    backfill's lookback reads): each gets its own materialization and verdicts, as a day of the range.
 
     All-or-nothing (the default): a day that failed a blocking check is not materialized, and the failed
     verdict fails the step once everything is reported (Dagster's blocking checks), so nothing downstream
     runs. Per day: the step succeeds so that downstream runs; every day is materialized with its verdict
     in its figures, and the platform's own gates (events validated, promotion gate) hold failed days back.
     """
-    days = sorted(context.partition_keys)
+    in_range = sorted(context.partition_keys)
+    days = sorted({*extra_days, *in_range})
     failed = failed_days(verdicts)
     if per_day or not failed:
+        # Outside the run's partitions, a day is materialized by an event of its own (before the output).
+        for day in sorted(set(extra_days) - set(in_range)):
+            yield AssetMaterialization(
+                asset_key=key, partition=day, metadata={**range_metadata, **day_metadata[day]}
+            )
         # Downstream steps of this run only start after an output; per-day figures ride on it.
-        for day in days:
+        for day in in_range:
             context.add_asset_metadata(dict(day_metadata[day]), asset_key=key, partition_key=day)
         yield MaterializeResult(asset_key=key, metadata=dict(range_metadata))
     else:
