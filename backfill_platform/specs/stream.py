@@ -83,15 +83,6 @@ class SequenceSpec(SpecModel):
     field: FieldPath = Field(description="Raw field holding the producer's sequence number (an integer).")
 
 
-def _refuse_yaml_null(value: Any) -> Any:
-    if value is None:
-        raise ValueError(
-            "YAML reads a bare `null` as no value: write `missing` to read the tokens as missing values "
-            "(or `quarantine`, `keep`), or leave the field out"
-        )
-    return value
-
-
 class SchemaVersion(SpecModel):
     version: int = Field(
         ge=1, description="Version number; the highest is the latest, which the events table has."
@@ -108,13 +99,12 @@ class SchemaVersion(SpecModel):
     )
     upcast: list[UpcastStep] = Field(default_factory=list, description="Steps that turn it into the latest.")
     non_standard_numbers: NonStandardNumbers | None = Field(
-        default=None, description="Overrides the stream's `non_standard_numbers` for records of this version."
+        default=None,
+        description=(
+            "Overrides the stream's `non_standard_numbers` for records of this version (empty or `null`: "
+            "no override)."
+        ),
     )
-
-    @field_validator("non_standard_numbers", mode="before")
-    @classmethod
-    def _not_yaml_null(cls, value: Any) -> Any:
-        return _refuse_yaml_null(value)
 
 
 class StreamSpec(SpecModel):
@@ -320,7 +310,12 @@ class StreamSpec(SpecModel):
     @field_validator("non_standard_numbers", mode="before")
     @classmethod
     def _not_yaml_null(cls, value: Any) -> Any:
-        return _refuse_yaml_null(value)
+        if value is None:
+            raise ValueError(
+                "YAML reads a bare `null` as no value: write `missing` to read the tokens as missing values "
+                "(or `quarantine`, `keep`), or leave the field out"
+            )
+        return value
 
     @property
     def latest(self) -> SchemaVersion:
