@@ -64,16 +64,28 @@ def ensure_table(
 
 
 def read_at(spark: SparkSession, identifier: str, snapshot_id: int | None) -> DataFrame:
-    """The rows of the table at `snapshot_id` (None: as it is now, e.g. a table without snapshots).
+    """The rows of the table at `snapshot_id` (None: as it is now, e.g. a table without snapshots),
+    with the table's current columns: a column added since reads as null, as it does for rows written
+    before it. Spark's row hashes skip nulls, so a fingerprint (`validation.checksums`) is the same as
+    of the snapshot under its own schema.
 
-    Iceberg's `snapshot-id` read option. Unlike `VERSION AS OF`, the rows are read with the table's
-    current schema: a column added since reads as null, as it does for rows written before it. Spark's
-    row hashes skip nulls, so a fingerprint (`validation.checksums`) is the same either way.
+    Read `VERSION AS OF` (the snapshot's own schema) and the added columns filled with typed nulls here:
+    Iceberg 1.12's `snapshot-id` read option shows the current schema but binds pushed-down filters to
+    the snapshot's, so a filter on a column added since fails the scan (`Cannot find field`).
     """
-    reader = spark.read
-    if snapshot_id is not None:
-        reader = reader.option("snapshot-id", str(int(snapshot_id)))
-    return reader.table(identifier)
+    current = spark.read.table(identifier)
+    if snapshot_id is None:
+        return current
+    pinned = spark.sql(f"SELECT * FROM {identifier} VERSION AS OF {int(snapshot_id)}")
+    present = set(pinned.columns)
+    return pinned.select(
+        *(
+            F.col(f"`{field.name}`")
+            if field.name in present
+            else F.lit(None).cast(field.dataType).alias(field.name)
+            for field in current.schema.fields
+        )
+    )
 
 
 def in_range(column: str, start: date | datetime, end: date | datetime) -> Column:
