@@ -4,6 +4,7 @@
 #   make jars        the JVM jars of lakehouse/jvm/pom.xml, by Maven coordinates, verified (make jars-lock after a version change)
 #   make demo        run the end-to-end demo
 #   make test        run the test suite (what CI runs, via .ci/run); TEST_ORDER=random or reverse
+#   make test-other-spark  the end-to-end subset on the other Spark line (4.1), in .venv-spark-4.1 (CI runs it too)
 #   make lint        ruff check + ruff format --check
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make bench       run the benchmark; make bench-scale adds the big day and the year of small files
@@ -15,7 +16,14 @@ SHELL := /bin/bash
 
 # Python 3.11 for the virtual environment (pyproject.toml requires >=3.11,<3.12).
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || echo python3)
-VENV := .venv
+# The Spark lines (pyproject's extras spark35/spark41, lakehouse/jvm/pom.xml's profiles): the default one
+# lives in .venv; another in .venv-spark-<line>, e.g. `make bench SPARK_LINE=4.1`. Its jars follow its
+# pyspark. `make test-other-spark` runs the end-to-end subset (marker `both_spark_lines`) on the other.
+DEFAULT_SPARK_LINE := 3.5
+OTHER_SPARK_LINE := 4.1
+SPARK_LINE ?= $(DEFAULT_SPARK_LINE)
+VENV := $(if $(filter $(DEFAULT_SPARK_LINE),$(SPARK_LINE)),.venv,.venv-spark-$(SPARK_LINE))
+SPARK_EXTRA := spark$(subst .,,$(SPARK_LINE))
 BIN := $(VENV)/bin
 # Touched after a successful `pip install`; pyproject.toml newer than it triggers a reinstall.
 INSTALL_STAMP := $(VENV)/.install-stamp
@@ -79,7 +87,7 @@ export DAGSTER_HOME
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: help setup system-deps venv jars jars-lock demo test lint ui bench bench-scale clean-data
+.PHONY: help setup system-deps venv jars jars-lock demo test test-other-spark lint ui bench bench-scale clean-data
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -116,7 +124,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test,$(SPARK_EXTRA)]'
 	touch $@
 
 # Copies the jars declared by Maven coordinates (backfill_platform/lakehouse/jvm/pom.xml) from the local
@@ -138,6 +146,12 @@ test: setup
 		*) echo "test: error: TEST_ORDER must be file, random or reverse, not '$(TEST_ORDER)'" >&2; exit 2;; esac
 	$(BIN)/pytest $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
 
+# The other Spark line: its own environment (.venv-spark-4.1, built on first use), its runtime jar, and the
+# end-to-end subset marked `both_spark_lines` (a validated backfill with promotion and revert, the bad-input
+# corpus, a join with lookback, Spark and PyIceberg reading each other's tables). CI runs it after `test`.
+test-other-spark:
+	$(MAKE) test SPARK_LINE=$(OTHER_SPARK_LINE) PYTEST_ARGS='-m both_spark_lines $(PYTEST_ARGS)'
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -152,7 +166,7 @@ ui: setup
 # The bench extra (DuckDB) is installed on first use; sizes: `make bench BENCH_ARGS='--days 1 ...'`.
 bench: setup
 	$(BIN)/python -c 'import duckdb' 2>/dev/null || \
-		$(BIN)/python -m pip install --disable-pip-version-check -e '.[test,bench]'
+		$(BIN)/python -m pip install --disable-pip-version-check -e '.[test,bench,$(SPARK_EXTRA)]'
 	$(BIN)/backfill-platform bench $(BENCH_ARGS)
 
 # `make bench` plus (f) 2 days x 1.5M events and (g) a year of small files (make would take `--scale`

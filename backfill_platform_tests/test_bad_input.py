@@ -19,6 +19,8 @@ from backfill_platform.pipeline.events.ingest import events_table, ingest_window
 
 STREAM = "playback_corpus"
 START, END = DAY1, DAY2 + timedelta(days=1)
+# The corpus gives the same outcomes and reasons on every Spark line (`make test-other-spark`).
+pytestmark = pytest.mark.both_spark_lines
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,8 @@ BEFORE, DAYS, END = "2026-10-01", ["2026-10-02", "2026-10-03"], "2026-10-04"
 IMPRESSIONS_EVENTS = AssetKey(["raw", f"{IMPRESSIONS}_events"])
 PRODUCTION = f"lake.prod.{DATASET}"
 FIRST_REASON, SECOND_REASON = "days before, first", "days before, again"
+# A join with lookback, on every Spark line (`make test-other-spark`).
+pytestmark = pytest.mark.both_spark_lines
 
 
 @pytest.fixture(scope="module")

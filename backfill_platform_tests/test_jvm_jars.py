@@ -25,17 +25,25 @@ from backfill_platform.lakehouse.tables import ensure_table, table_id
 
 RUNTIME = re.compile(r"iceberg-spark-runtime-(\d+\.\d+)_(\d+\.\d+)")
 T0 = datetime(2026, 3, 1, 10, 0, 0)
+# Every Spark line runs this module (`make test-other-spark`).
+pytestmark = pytest.mark.both_spark_lines
 
 
 def declared() -> dict[str, jars.Coordinate]:
     return {coordinate.key: coordinate for coordinate in jars.declared_jars()}
 
 
-def test_every_jar_is_declared_once_with_a_pinned_version():
-    coordinates = jars.declared_jars()
+RUNTIMES = {"3.5": "iceberg-spark-runtime-3.5_2.12", "4.1": "iceberg-spark-runtime-4.1_2.13"}
+# This environment's runtime (the Spark line of its pyspark).
+RUNTIME_KEY = f"org.apache.iceberg:{RUNTIMES[jars.spark_line()]}"
+
+
+@pytest.mark.parametrize("line", sorted(RUNTIMES))
+def test_every_jar_is_declared_once_with_a_pinned_version(line):
+    coordinates = jars.declared_jars(line=line)
     assert len({c.key for c in coordinates}) == len(coordinates)
-    assert set(declared()) == {
-        "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12",
+    assert {c.key for c in coordinates} == {
+        f"org.apache.iceberg:{RUNTIMES[line]}",
         "org.apache.iceberg:iceberg-aws-bundle",
         "org.xerial:sqlite-jdbc",
         "org.postgresql:postgresql",
@@ -45,9 +53,18 @@ def test_every_jar_is_declared_once_with_a_pinned_version():
         assert re.fullmatch(r"\d+(\.\d+)+", coordinate.version), coordinate
     iceberg = {c.version for c in coordinates if c.group == "org.apache.iceberg"}
     assert len(iceberg) == 1, f"the runtime and the AWS bundle must share an Iceberg version: {iceberg}"
-    assert declared()["org.postgresql:postgresql"].version.startswith("42.7.")
-    # The lock file covers exactly the declared jars.
-    assert set(jars.locked_hashes()) == {c.file_name for c in coordinates}
+    assert {c.key: c.version for c in coordinates}["org.postgresql:postgresql"].startswith("42.7.")
+
+
+def test_the_lock_covers_every_lines_jars_and_nothing_else():
+    every_line = {c.file_name for line in jars.spark_lines() for c in jars.declared_jars(line=line)}
+    assert jars.spark_lines() == ("3.5", "4.1")
+    assert set(jars.locked_hashes()) == every_line
+
+
+def test_a_spark_line_without_a_declared_runtime_is_refused_naming_the_lines():
+    with pytest.raises(ValueError, match=r"pyspark 4\.2 has no Iceberg runtime declared .*3\.5, 4\.1"):
+        jars.declared_jars(line="4.2")
 
 
 def test_the_iceberg_runtime_matches_pysparks_spark_line_and_scala():
@@ -69,7 +86,7 @@ def test_a_stray_missing_or_altered_jar_is_refused(tmp_path: Path):
     driver = folder / declared()["org.postgresql:postgresql"].file_name
     driver.write_bytes(driver.read_bytes()[:-1] + b"x")
     (folder / "jackson-core-2.15.2.jar").write_bytes(b"")
-    runtime = folder / declared()["org.apache.iceberg:iceberg-spark-runtime-3.5_2.12"].file_name
+    runtime = folder / declared()[RUNTIME_KEY].file_name
     runtime.unlink()
     problems = jars.folder_problems(folder)
     assert problems == [
@@ -133,11 +150,9 @@ def test_sparks_classpath_holds_exactly_the_declared_jars(spark):
     assert added == {coordinate.file_name for coordinate in jars.declared_jars()}
     # Each piece comes from its declared jar, and from nowhere else (no second Iceberg, no Debian driver).
     expected = {
-        "org.apache.iceberg.spark.SparkCatalog": "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12",
+        "org.apache.iceberg.spark.SparkCatalog": RUNTIME_KEY,
         # The runtime is complete: Iceberg's relocated Jackson is inside it (the old wheel's jar lacked it).
-        "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactoryBuilder": (
-            "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12"
-        ),
+        "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactoryBuilder": RUNTIME_KEY,
         "software.amazon.awssdk.services.s3.S3Client": "org.apache.iceberg:iceberg-aws-bundle",
         "org.sqlite.JDBC": "org.xerial:sqlite-jdbc",
         "org.postgresql.Driver": "org.postgresql:postgresql",

@@ -44,6 +44,7 @@ def ready(events_materialized):
     return events_materialized
 
 
+@pytest.mark.both_spark_lines
 def test_v1_bug_is_caught_per_bucket_and_v2_passes(ready, spark, spark_resource, playback):
     spec = dataset("views_bug")
     v1 = run(spark_resource, [build_shadow_asset(spec, playback, "v1")], D1, D2)
@@ -65,6 +66,7 @@ def test_v1_bug_is_caught_per_bucket_and_v2_passes(ready, spark, spark_resource,
     assert rows[("v2", D1.isoformat())]["events_written"] > 0
 
 
+@pytest.mark.both_spark_lines
 @pytest.mark.parametrize(
     ("function", "failing"),
     [
@@ -116,6 +118,7 @@ def test_promotion_refuses_a_shadow_changed_after_validation(ready, spark, spark
         promote(spark, spec, playback, D1, D2)
 
 
+@pytest.mark.both_spark_lines
 def test_promotion_is_one_snapshot_over_adopted_history(ready, spark, spark_resource, playback):
     spec = dataset("views_atomic")
     legacy = write_legacy_table(spark, spec, playback, "v1", D1, D3 + timedelta(days=1))
@@ -166,6 +169,7 @@ def test_promotion_is_one_snapshot_over_adopted_history(ready, spark, spark_reso
     assert len(adopted_rows) == 3 and all(r["checks_passed"] is None for r in adopted_rows)
 
 
+@pytest.mark.both_spark_lines
 def test_revert_restores_exactly_the_promoted_partitions(ready, spark, spark_resource, playback):
     spec = dataset("views_revert")
     legacy = write_legacy_table(spark, spec, playback, "v1", D1, D3 + timedelta(days=1))

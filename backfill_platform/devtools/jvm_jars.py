@@ -53,6 +53,8 @@ def resolve(target: Path, *, offline: bool = False, maven_args: Sequence[str] = 
         *(["--offline"] if offline else []),
         "--file",
         str(jars.POM),
+        # The runtime of this environment's Spark line (pyspark's major.minor).
+        f"--activate-profiles={jars.maven_profile()}",
         *maven_args,
         "dependency:copy-dependencies",
         f"-DoutputDirectory={target}",
@@ -66,13 +68,16 @@ def resolve(target: Path, *, offline: bool = False, maven_args: Sequence[str] = 
 
 
 def write_lock(folder: Path, lock: Path = jars.LOCK) -> None:
-    """Record the SHA-256 of each declared jar in `folder` into `lock` (`sha256sum -c` can read it)."""
-    lines = [
-        "# SHA-256 of the jars declared in pom.xml, as Maven Central served them (written by",
-        "# `make jars-lock`; `make jars` refuses a jar that differs).",
-    ]
+    """Record the SHA-256 of each declared jar in `folder` into `lock` (`sha256sum -c` can read it). The
+    other Spark lines' runtimes keep their lines (run `make jars-lock` in each line's environment)."""
+    hashes = jars.locked_hashes(lock) if lock.exists() else {}
     for coordinate in jars.declared_jars():
-        lines.append(f"{jars.sha256(folder / coordinate.file_name)}  {coordinate.file_name}")
+        hashes[coordinate.file_name] = jars.sha256(folder / coordinate.file_name)
+    lines = [
+        "# SHA-256 of the jars declared in pom.xml (every Spark line's), as Maven Central served them",
+        "# (written by `make jars-lock`; `make jars` refuses a jar that differs).",
+        *(f"{digest}  {name}" for name, digest in hashes.items()),
+    ]
     lock.write_text("\n".join(lines) + "\n")
 
 

@@ -2,7 +2,8 @@
 
 `jvm/pom.xml` (beside this module) declares every JVM dependency once, with a pinned version: the Iceberg
 Spark runtime, Iceberg's AWS bundle (S3FileIO) and the JDBC drivers of the catalog databases (SQLite for
-the embedded tier, PostgreSQL for the team tier). `make jars` (`backfill_platform.devtools.jvm_jars`)
+the embedded tier, PostgreSQL for the team tier). The runtime is the one of the environment's Spark line
+(pyspark 3.5 or 4.1: one Maven profile each), so an environment holds the jars of the Spark it runs. `make jars` (`backfill_platform.devtools.jvm_jars`)
 copies exactly those jars from Maven into `jar_dir()`, a folder of the Python environment, and checks
 them against `jvm/jars.sha256`; every process of that environment then finds them without configuration.
 Starting Spark only lists that folder: nothing is downloaded at import or at run time.
@@ -14,6 +15,7 @@ driver is added to such a list when the list names none and the environment has 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -52,12 +54,43 @@ class Coordinate:
         return f"{self.group}:{self.artifact}:{self.version}"
 
 
-def declared_jars(pom: Path = POM) -> tuple[Coordinate, ...]:
-    """The coordinates `pom` declares, in its order, with `${property}` versions resolved."""
+def spark_line() -> str:
+    """The Spark line (major.minor) of this environment's pyspark, read from its installed metadata
+    (pyspark is not imported): the jars must be those of the Spark that runs."""
+    version = importlib.metadata.version("pyspark")
+    return ".".join(version.split(".")[:2])
+
+
+def spark_lines(pom: Path = POM) -> tuple[str, ...]:
+    """The Spark lines `pom` declares a profile for (`spark-<line>`)."""
     root = ET.parse(pom).getroot()
+    ids = (element.text or "" for element in root.findall("m:profiles/m:profile/m:id", _POM_NS))
+    return tuple(name.removeprefix("spark-") for name in ids if name.startswith("spark-"))
+
+
+def maven_profile(line: str | None = None, pom: Path = POM) -> str:
+    """The pom's profile for `line` (default: this environment's); refuses a line the pom does not declare."""
+    line = line or spark_line()
+    if line not in spark_lines(pom):
+        raise ValueError(
+            f"pyspark {line} has no Iceberg runtime declared in {pom} (Spark lines declared: "
+            f"{', '.join(spark_lines(pom))}): install a declared line, e.g. `make setup` (3.5) or "
+            "`make test-other-spark` (4.1)"
+        )
+    return f"spark-{line}"
+
+
+def declared_jars(pom: Path = POM, line: str | None = None) -> tuple[Coordinate, ...]:
+    """The coordinates `pom` declares for a Spark line (default: this environment's), in its order, with
+    `${property}` versions and names resolved from the pom's properties and the line's profile."""
+    root = ET.parse(pom).getroot()
+    profile = maven_profile(line, pom)
     properties = {
         element.tag.split("}", 1)[-1]: (element.text or "").strip()
-        for element in root.findall("m:properties/*", _POM_NS)
+        for element in [
+            *root.findall("m:properties/*", _POM_NS),
+            *root.findall(f"m:profiles/m:profile[m:id='{profile}']/m:properties/*", _POM_NS),
+        ]
     }
 
     def text(element: ET.Element, tag: str) -> str:
