@@ -22,6 +22,10 @@ EVENT_LOG_SETTINGS = {
     "spark.eventLog.enabled": "true",
     "spark.eventLog.logStageExecutorMetrics": "true",
     "spark.executor.metrics.pollingInterval": "1s",
+    # One plain JSON-lines file per application, as Spark 3.5 writes by default; Spark 4 would roll it
+    # into a folder of zstd-compressed parts, which `read_event_log` does not read.
+    "spark.eventLog.rolling.enabled": "false",
+    "spark.eventLog.compress": "false",
 }
 
 
