@@ -3,8 +3,8 @@
 `jvm/pom.xml` (beside this module) declares every JVM dependency once, with a pinned version: the Iceberg
 Spark runtime, Iceberg's AWS bundle (S3FileIO) and the JDBC drivers of the catalog databases (SQLite for
 the embedded tier, PostgreSQL for the team tier). The runtime is the one of the environment's Spark line
-(pyspark 3.5 or 4.1: one Maven profile each), so an environment holds the jars of the Spark it runs. `make jars` (`backfill_platform.devtools.jvm_jars`)
-copies exactly those jars from Maven into `jar_dir()`, a folder of the Python environment, and checks
+(pyspark 3.5 or 4.1: one Maven profile each), so an environment holds the jars of the Spark it runs.
+`make jars` (`backfill_platform.devtools.jvm_jars`) copies exactly those jars from Maven into `jar_dir()`, a folder of the Python environment, and checks
 them against `jvm/jars.sha256`; every process of that environment then finds them without configuration.
 Starting Spark only lists that folder: nothing is downloaded at import or at run time.
 
