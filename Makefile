@@ -129,9 +129,12 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 
 # Copies the jars declared by Maven coordinates (backfill_platform/lakehouse/jvm/pom.xml) from the local
 # Maven repository, downloading what it lacks, into .venv/share/backfill_platform/jars, and checks them
-# against jvm/jars.sha256; a no-op (no Maven start) once that folder verifies.
+# against jvm/jars.sha256; a no-op (no Maven start) once that folder verifies. Then the local driver JVM's
+# class-data archive (lakehouse/class_archive.py: seconds off every run's start), built by a one-day backfill
+# (~1 min) unless the one there was built from this JDK, pyspark and jar lock.
 jars: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars $(JARS_ARGS)
+	$(BIN)/python -m backfill_platform.devtools.class_archive
 
 # After changing a version in the pom: resolve, and rewrite jvm/jars.sha256 from what Maven downloaded
 # (with its checksums against Maven Central enforced). Commit both files.

@@ -29,7 +29,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.definitions.sensor_definition import SensorType
 from pydantic import ValidationError
 
-from backfill_platform.orchestration.automation.sensor import SENSOR_NAME
+from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.listing import hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
@@ -181,6 +181,17 @@ def test_definitions_wire_the_daily_refresh(specs):
     sensor = definitions.get_sensor_def(SENSOR_NAME)
     # Evaluated in the code location: the mapping and SettledDays are not in the daemon's asset graph.
     assert sensor.sensor_type == SensorType.AUTOMATION
+
+
+def test_the_refresh_interval_is_dagsters_default_unless_the_environment_says(specs, monkeypatch):
+    monkeypatch.delenv(INTERVAL_ENV, raising=False)
+    assert build_definitions(specs).get_sensor_def(SENSOR_NAME).minimum_interval_seconds == 30
+    monkeypatch.setenv(INTERVAL_ENV, "5")
+    assert build_definitions(specs).get_sensor_def(SENSOR_NAME).minimum_interval_seconds == 5
+    for bad in ("0", "2.5", "soon"):
+        monkeypatch.setenv(INTERVAL_ENV, bad)
+        with pytest.raises(ValueError, match=f"{INTERVAL_ENV} must be a whole number of seconds.*{bad!r}"):
+            build_definitions(specs)
 
 
 def test_the_sensor_evaluates_the_conditions_in_the_code_location(specs):

@@ -119,12 +119,13 @@ def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
     catalog = IcebergCatalogResource(
         jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
     )
-    auto = SparkIcebergResource(catalog=catalog, tiered_jit_from_mib=8)
+    # Without the class archive's option, which `test_jvm_jars` covers.
+    auto = SparkIcebergResource(catalog=catalog, tiered_jit_from_mib=8, class_archive=False)
     options = "spark.driver.extraJavaOptions"
     assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config()[options]  # nothing known: quick start
     assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config(8 * MIB - 1)[options]
     assert auto.full_spark_config(8 * MIB)[options] == LOCAL_TIERED_JIT_OPTIONS
-    forced = SparkIcebergResource(catalog=catalog, local_jit="client")
+    forced = SparkIcebergResource(catalog=catalog, local_jit="client", class_archive=False)
     assert forced.full_spark_config(10 * 1024 * MIB)[options] == LOCAL_CLIENT_JIT_OPTIONS
     # A cluster's JVMs keep their defaults; spark_config still wins over the choice.
     assert options not in SparkIcebergResource(catalog=catalog, master="spark://h:7077").full_spark_config(

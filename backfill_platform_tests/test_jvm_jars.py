@@ -18,8 +18,9 @@ import pyspark
 import pytest
 
 from backfill_platform import settings
+from backfill_platform.devtools import class_archive as build_class_archive
 from backfill_platform.devtools import jvm_jars
-from backfill_platform.lakehouse import jars
+from backfill_platform.lakehouse import class_archive, jars
 from backfill_platform.lakehouse.resources import spark_from_env
 from backfill_platform.lakehouse.tables import ensure_table, table_id
 
@@ -180,6 +181,35 @@ def pyiceberg_rows(catalog, identifier: tuple[str, str]) -> list[tuple]:
     return sorted(
         (i, ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts, label) for i, ts, label in values
     )
+
+
+def test_the_driver_jvm_starts_from_the_class_archive_built_for_this_environment(spark):
+    """`make jars` built the archive for this JDK, pyspark and jars (its stamp says so), and the session's
+    local driver JVM really maps it: the option is among its arguments and sharing is on."""
+    archive = class_archive.archive_path()
+    assert archive.is_file() and archive.stat().st_size > 50 << 20, archive
+    assert build_class_archive.up_to_date(), "the archive's stamp differs from this environment"
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={archive}" in arguments
+    diagnostic = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
+    assert diagnostic.getVMOption("SharedArchiveFile").getValue() == str(archive)
+    assert diagnostic.getVMOption("UseSharedSpaces").getValue() == "true"
+
+
+def test_a_missing_class_archive_starts_the_jvm_without_one(catalog, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(class_archive, "archive_path", lambda: tmp_path / "absent.jsa")
+    options = spark_from_env(catalog).full_spark_config()["spark.driver.extraJavaOptions"]
+    assert "SharedArchiveFile" not in options and "-XX:TieredStopAtLevel=1" in options
+    monkeypatch.undo()
+    on = spark_from_env(catalog).full_spark_config()["spark.driver.extraJavaOptions"]
+    assert f"-XX:SharedArchiveFile={class_archive.archive_path()}" in on
+    off = spark_from_env(catalog).model_copy(update={"class_archive": False})
+    assert "SharedArchiveFile" not in off.full_spark_config()["spark.driver.extraJavaOptions"]
+    cluster = spark_from_env(catalog).model_copy(update={"master": "spark://h:7077"})
+    assert "spark.driver.extraJavaOptions" not in cluster.full_spark_config()
 
 
 def test_pyiceberg_reads_sparks_commits_deletes_included(spark, catalog, namespace):

@@ -41,7 +41,6 @@ from dagster import (
     Definitions,
     RunsFilter,
     evaluate_automation_conditions,
-    instance_for_test,
     materialize,
 )
 from dagster._core.errors import DagsterExecutionInterruptedError
@@ -332,7 +331,10 @@ def soak(data_dir: Path, spark_resource, catalog, tmp_path_factory: pytest.TempP
     shutil.rmtree(archive, ignore_errors=True)
     archive.mkdir(parents=True)
 
-    with instance_for_test() as instance:
+    # An in-memory instance: the soak's ~120 runs and ~90 evaluations write tens of thousands of events,
+    # and a SQLite instance on disk opens a connection per write (126 s of the soak in SQLAlchemy, py-spy).
+    # What is tested is the automation and the lakehouse, not Dagster's storage.
+    with DagsterInstance.ephemeral() as instance:
         yield Soak(
             stream=spec,
             archive=archive,

@@ -164,8 +164,11 @@ def wait_until_loaded(dev: DagsterDev) -> None:
 
 
 @contextmanager
-def dagster_dev_server(data_dir: Path, dagster_home: Path, spec_dirs: list[Path]) -> Iterator[DagsterDev]:
-    """`dagster dev` on a free loopback port with its own DAGSTER_HOME; stopped (group) on exit."""
+def dagster_dev_server(
+    data_dir: Path, dagster_home: Path, spec_dirs: list[Path], extra_env: dict[str, str] | None = None
+) -> Iterator[DagsterDev]:
+    """`dagster dev` on a free loopback port with its own DAGSTER_HOME (and `extra_env` on top of the
+    test process's environment); stopped (group) on exit."""
     write_dagster_home(dagster_home)
     port = free_port()
     env = {
@@ -175,6 +178,7 @@ def dagster_dev_server(data_dir: Path, dagster_home: Path, spec_dirs: list[Path]
         "DAGSTER_HOME": str(dagster_home),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "DAGSTER_DISABLE_TELEMETRY": "1",
+        **(extra_env or {}),
     }
     log = dagster_home / "dagster_dev.log"
     command = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml")]

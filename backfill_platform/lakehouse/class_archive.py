@@ -1,0 +1,33 @@
+"""The local driver JVM's class-data archive: Spark, Iceberg and their libraries, loaded and verified once.
+
+Every Dagster run is a process of its own, and on a local master every process starts a driver JVM that
+loads and verifies some 20,000 classes before its first job. Java's class-data sharing (CDS) maps them from
+an archive instead. `make jars` builds one for this environment (`devtools.class_archive`: a small backfill
+in a JVM started with `-XX:ArchiveClassesAtExit`), and a local master's driver starts with
+`-XX:SharedArchiveFile` when it exists. Measured on 2 cores (one day of 2,000 events, cold process): session
+start 5.5 s -> 3.0 s, first ingest 25 s -> 22 s. Nothing changes what runs: the same classes, read from a
+file the JVM validates (a JDK or classpath that differs from the archive's makes it start without it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ARCHIVE_NAME = "driver-classes.jsa"
+
+
+def archive_path() -> Path:
+    """Where this Python environment's archive lives (beside its jars; built by `make jars`)."""
+    return Path(sys.prefix) / "share" / "backfill_platform" / ARCHIVE_NAME
+
+
+def stamp_path() -> Path:
+    """What the archive was built from (JDK, Spark, jars): a different stamp means build it again."""
+    return archive_path().with_suffix(".stamp")
+
+
+def java_option(path: Path | None = None) -> str:
+    """`-XX:SharedArchiveFile=…` when the archive exists, else nothing."""
+    path = path if path is not None else archive_path()
+    return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
