@@ -7,9 +7,11 @@ classpath holds is what every run gets.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -183,23 +185,59 @@ def pyiceberg_rows(catalog, identifier: tuple[str, str]) -> list[tuple]:
     )
 
 
-def test_the_driver_jvm_starts_from_the_class_archive_built_for_this_environment(spark):
+def test_the_class_archive_is_this_environments_and_the_sessions_jvm_was_given_it(spark):
     """`make jars` built the archive for this JDK, pyspark and jars (its stamp says so), and the session's
-    local driver JVM really maps it: the option is among its arguments and sharing is on."""
+    local driver JVM was started with it."""
     archive = class_archive.archive_path()
     assert archive.is_file() and archive.stat().st_size > 50 << 20, archive
     assert build_class_archive.up_to_date(), "the archive's stamp differs from this environment"
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert f"-XX:SharedArchiveFile={archive}" in arguments
-    diagnostic = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
-        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+
+
+# A local driver started as every run starts one, logging where each class it loads comes from.
+CLASS_LOAD_PROBE = """
+import sys
+from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
+resource = spark_from_env(catalog_from_env())
+options = f"{resource.java_options()} -Xlog:class+load=info:file={sys.argv[1]}"
+spark = resource.model_copy(update={"spark_config": {"spark.driver.extraJavaOptions": options}}).spark_session
+spark.sql("CREATE NAMESPACE IF NOT EXISTS probe")
+assert spark.range(3).count() == 3
+"""
+
+
+def test_a_new_local_driver_loads_spark_and_iceberg_from_the_class_archive(tmp_path: Path):
+    """The JVM really maps the archive (a rejected one would leave only the JDK's own classes shared):
+    Spark's and Iceberg's classes, the latter from `spark.jars`, come from its top layer."""
+    log, data = tmp_path / "classes.log", tmp_path / "data"
+    data.mkdir()
+    env = {**os.environ, settings.DATA_DIR_ENV: str(data)}
+    done = subprocess.run(
+        [sys.executable, "-c", CLASS_LOAD_PROBE, str(log)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert diagnostic.getVMOption("SharedArchiveFile").getValue() == str(archive)
-    assert diagnostic.getVMOption("UseSharedSpaces").getValue() == "true"
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "cds" not in done.stdout + done.stderr  # its warnings never reach a run's output
+    loaded = dict(
+        re.match(r"(\S+) source: (.*)", line.split("[class,load] ", 1)[1]).groups()
+        for line in log.read_text().splitlines()
+        if "[class,load] " in line and " source: " in line
+    )
+    top = "shared objects file (top)"
+    spark_classes = [
+        name for name in loaded if name.startswith("org.apache.spark.") and "$$Lambda" not in name
+    ]
+    from_archive = [name for name in spark_classes if loaded[name] == top]
+    assert len(spark_classes) > 1000 and len(from_archive) > 0.9 * len(spark_classes)
+    assert loaded["org.apache.iceberg.spark.SparkCatalog"] == top
 
 
-def test_a_missing_class_archive_starts_the_jvm_without_one(catalog, tmp_path: Path, monkeypatch):
+def test_local_drivers_get_the_archive_only_where_it_exists(catalog, tmp_path: Path, monkeypatch):
     monkeypatch.setattr(class_archive, "archive_path", lambda: tmp_path / "absent.jsa")
     options = spark_from_env(catalog).full_spark_config()["spark.driver.extraJavaOptions"]
     assert "SharedArchiveFile" not in options and "-XX:TieredStopAtLevel=1" in options
@@ -210,6 +248,10 @@ def test_a_missing_class_archive_starts_the_jvm_without_one(catalog, tmp_path: P
     assert "SharedArchiveFile" not in off.full_spark_config()["spark.driver.extraJavaOptions"]
     cluster = spark_from_env(catalog).model_copy(update={"master": "spark://h:7077"})
     assert "spark.driver.extraJavaOptions" not in cluster.full_spark_config()
+    # A path with a space stays one option for Spark, which splits the options on unquoted spaces.
+    spaced = tmp_path / "a b.jsa"
+    spaced.write_bytes(b"")
+    assert class_archive.java_option(spaced).startswith(f"'-XX:SharedArchiveFile={spaced}' ")
 
 
 def test_pyiceberg_reads_sparks_commits_deletes_included(spark, catalog, namespace):

@@ -3,9 +3,9 @@
 What the daemon does, tick by tick, with an injectable clock: each tick advances simulated time by an
 hour, delivers the archive files of the hour that just ended, evaluates the project's automation
 conditions at that time (`evaluate_automation_conditions`, what the `daily_refresh` sensor calls) and
-executes every run it requests with the real assets (Spark, Iceberg, ledger, gate) on a real Dagster
-instance. The platform's clock (`settings.now`, read by the archive observation and the `settled` check)
-is the simulated one.
+executes every run it requests with the real assets (Spark, Iceberg, ledger, gate) on an in-memory
+Dagster instance. The platform's clock (`settings.now`, read by the archive observation and the `settled`
+check) is the simulated one.
 
 Chaos, seeded: late files for days already promoted (one of them written while the run of its day is
 in flight: after its listing, before its commit), a burst of redelivered files, one ingestion hour that

@@ -211,18 +211,15 @@ class SparkIcebergResource(LazyPySparkResource):
                 builder = builder.config(key, value)
             self._spark_session = builder.getOrCreate()
             self._spark_session.sparkContext.setLogLevel("ERROR")
-            import_short_names(self._spark_session)
+            import_short_names(self._spark_session.sparkContext._jvm)
 
 
-def import_short_names(spark: Any) -> None:
-    """Import `SHORT_NAME_CLASSES` into the session's gateway view (a classic session; Spark Connect
-    has no gateway, nothing to do)."""
+def import_short_names(jvm: Any) -> None:
+    """Import `SHORT_NAME_CLASSES` into a classic session's gateway view (`spark.sparkContext._jvm`)."""
     from py4j.java_gateway import java_import
 
-    jvm = getattr(getattr(spark, "sparkContext", None), "_jvm", None)
-    if jvm is not None:
-        for name in SHORT_NAME_CLASSES:
-            java_import(jvm, name)
+    for name in SHORT_NAME_CLASSES:
+        java_import(jvm, name)
 
 
 def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:

@@ -43,6 +43,6 @@ def refresh_interval_seconds() -> int:
     """The sensor's minimum interval from `BACKFILL_PLATFORM_REFRESH_INTERVAL_SECONDS`: a whole number of
     seconds, at least 1 (the daemon looks at sensors every 5 s, so less than 5 acts as 5)."""
     text = settings.env_or(INTERVAL_ENV, str(DEFAULT_INTERVAL_SECONDS))
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdecimal()) or int(text) < 1:
         raise ValueError(f"{INTERVAL_ENV} must be a whole number of seconds, at least 1, not {text!r}")
     return int(text)
