@@ -14,15 +14,16 @@ the archive when its stamp differs).
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
+
+from backfill_platform.lakehouse.jars import jar_dir
 
 ARCHIVE_NAME = "driver-classes.jsa"
 
 
 def archive_path() -> Path:
     """Where this Python environment's archive lives (beside its jars; built by `make jars`)."""
-    return Path(sys.prefix) / "share" / "backfill_platform" / ARCHIVE_NAME
+    return jar_dir().parent / ARCHIVE_NAME
 
 
 def stamp_path() -> Path:
