@@ -62,6 +62,10 @@ TEST_ORDER ?= file
 TEST_ORDER_ARGS_file :=
 TEST_ORDER_ARGS_random := -p randomly
 TEST_ORDER_ARGS_reverse := --reverse
+# Processes that share the tests (pytest-xdist; the tests' support/workers.py groups them so that module and
+# `dagster dev` fixtures are built once). Most of a test's time is spent waiting on a JVM or a daemon tick, so
+# two workers overlap on two cores; 0 runs the whole suite in this one process.
+TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 # Arguments of `make jars` (backfill_platform.devtools.jvm_jars), e.g. JARS_ARGS=--offline, or
 # JARS_ARGS='--force --maven-arg=-Dmaven.repo.local=/tmp/m2' to resolve from an empty local repository.
@@ -148,7 +152,7 @@ demo: setup
 test: setup
 	@case '$(TEST_ORDER)' in file|random|reverse) ;; \
 		*) echo "test: error: TEST_ORDER must be file, random or reverse, not '$(TEST_ORDER)'" >&2; exit 2;; esac
-	$(BIN)/pytest $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
 
 # The other Spark line: its own environment (.venv-spark-4.1, built on first use), its runtime jar, and the
 # end-to-end subset marked `both_spark_lines` (a validated backfill with promotion and revert, the bad-input

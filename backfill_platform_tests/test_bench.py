@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from backfill_platform.devtools.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
@@ -21,6 +22,8 @@ from backfill_platform.lakehouse.resources import (
     IcebergCatalogResource,
     SparkIcebergResource,
 )
+
+pytestmark = pytest.mark.long_running(minutes=3)
 
 
 def test_bench_smoke(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ from backfill_platform_tests.support.dagster_dev import DagsterDev, dagster_dev_
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 
 # Server start (up to 3 min) + both phases (REFRESH_TIMEOUT_SECONDS) + the final reads.
-pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(1500), pytest.mark.long_running(minutes=8)]
 
 STREAM = "playback_live"
 DATASET = "views_live"

@@ -49,7 +49,7 @@ from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir, write_dagster_home
 from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT
 
-pytestmark = pytest.mark.other_writers
+pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=6)]
 
 RANGE = ["2026-10-01", "2026-10-02", "2026-10-03"]
 SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title_production"

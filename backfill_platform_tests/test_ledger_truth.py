@@ -41,6 +41,8 @@ from backfill_platform_tests.support.datasets import dataset, run, write_dataset
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir, write_dagster_home
 from backfill_platform_tests.support.session import D1, D2, D3, REPO_ROOT
 
+pytestmark = pytest.mark.long_running(minutes=2)
+
 
 @pytest.fixture(scope="module")
 def ready(events_materialized):

@@ -58,7 +58,7 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
-pytestmark = [pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.long_running(minutes=6)]
 
 STREAM, DATASET = "playback_soak", "views_soak"
 D0 = date(2026, 6, 1)

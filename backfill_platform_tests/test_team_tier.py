@@ -38,7 +38,7 @@ from backfill_platform.pipeline.run_tags import RUN_ID
 from backfill_platform_tests.support.dagster_dev import free_port, stop
 from backfill_platform_tests.support.session import REPO_ROOT, START
 
-pytestmark = pytest.mark.other_writers
+pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=2)]
 
 DAYS = 3
 EVENTS_PER_DAY = 2000
