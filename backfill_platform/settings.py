@@ -15,10 +15,16 @@ DATA_DIR_ENV = "BACKFILL_PLATFORM_DATA"
 SPECS_ENV = "BACKFILL_PLATFORM_SPECS"
 SPARK_MASTER_ENV = "BACKFILL_PLATFORM_SPARK_MASTER"
 CATALOG_NAME_ENV = "BACKFILL_PLATFORM_CATALOG_NAME"
+# An Iceberg REST catalog's endpoint (http(s)://…); its bearer token or OAuth2 client credentials.
+CATALOG_URI_ENV = "BACKFILL_PLATFORM_CATALOG_URI"
+CATALOG_TOKEN_ENV = "BACKFILL_PLATFORM_CATALOG_TOKEN"
+CATALOG_CREDENTIAL_ENV = "BACKFILL_PLATFORM_CATALOG_CREDENTIAL"
 CATALOG_JDBC_URI_ENV = "BACKFILL_PLATFORM_CATALOG_JDBC_URI"
 CATALOG_SQL_URI_ENV = "BACKFILL_PLATFORM_CATALOG_SQL_URI"
 WAREHOUSE_ENV = "BACKFILL_PLATFORM_WAREHOUSE"
 ICEBERG_JARS_ENV = "BACKFILL_PLATFORM_ICEBERG_JARS"
+# Path-style S3 addressing for an s3:// warehouse: true/false (default true when an endpoint is set).
+S3_PATH_STYLE_ENV = "BACKFILL_PLATFORM_S3_PATH_STYLE"
 
 
 def data_dir() -> Path:
@@ -29,6 +35,18 @@ def data_dir() -> Path:
 def env_or(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()
     return value or default
+
+
+def flag(name: str, default: bool) -> bool:
+    """A true/false variable (also 1/0, yes/no); unset or empty is `default`, anything else raises."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {os.environ[name]!r}")
 
 
 def now() -> datetime:

@@ -9,6 +9,7 @@ Helpers the test modules share are in `support/`.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -229,4 +230,31 @@ def moto(tmp_path_factory: pytest.TempPathFactory):
     from backfill_platform_tests.support.moto import moto_server
 
     with moto_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server
+
+
+# --- Iceberg's REST catalog server, its warehouse in moto's S3 -----------------------------------------
+
+REST_WAREHOUSE_BUCKET = "lakehouse"
+
+
+@pytest.fixture(scope="module")
+def rest_catalog(moto, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Apache Iceberg's REST catalog server on a free port for one test module (its tables are the
+    platform's fixed names, so a module that writes them has a catalog of its own: it starts in ~2 s), its
+    warehouse `s3://lakehouse/<module>` in the session's moto S3. The server reaches moto with moto's dummy
+    credentials, as a team's server reaches its bucket with its role's."""
+    from backfill_platform.devtools.rest_catalog.server import rest_catalog_server
+
+    s3 = moto.client("s3")
+    if REST_WAREHOUSE_BUCKET not in {bucket["Name"] for bucket in s3.list_buckets()["Buckets"]}:
+        s3.create_bucket(Bucket=REST_WAREHOUSE_BUCKET)
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    with rest_catalog_server(
+        tmp_path_factory.mktemp(f"rest_catalog_{module}"),
+        f"s3://{REST_WAREHOUSE_BUCKET}/{module}",
+        s3_endpoint=moto.endpoint_url,
+        region=moto.region,
+        env={**os.environ, **moto.env()},
+    ) as server:
         yield server

@@ -1,14 +1,19 @@
-"""The team tier, end to end: a Spark standalone cluster, the Iceberg catalog and the Dagster instance on
-PostgreSQL — switched by configuration only (environment variables and dagster.team.yaml).
+"""The team tier, end to end, as teams deploy a lakehouse: a Spark standalone cluster, an Iceberg REST
+catalog with its warehouse on S3, the Dagster instance on PostgreSQL — switched by configuration only
+(environment variables and dagster.team.yaml).
 
 Module fixtures start a throwaway PostgreSQL (Debian's server binaries, `initdb` in a temporary directory,
-loopback only, password authentication on TCP) and a Spark standalone master + one worker from pyspark's
-own `spark-class` on loopback. A 3-day validated backfill (events → shadow v2 → production of
-`views_per_title`) then runs through `dagster asset materialize` in a subprocess whose environment points
-the catalog at PostgreSQL, the Dagster instance at PostgreSQL and Spark at the cluster, over its own data
-directory and generated archive. Everything is read back independently: production and the ledger through
-PyIceberg on the PostgreSQL catalog, the run from Dagster's `runs` table with psycopg, the applications
-from the Spark master. Everything the fixtures started is stopped, also when a test fails.
+loopback only, password authentication on TCP), a Spark standalone master + one worker from pyspark's own
+`spark-class` on loopback (the worker has the S3 credentials, as a node has its role's), and Apache Iceberg's
+own REST catalog server whose warehouse is a prefix of a bucket in moto's S3 (`rest_catalog`, conftest). A
+3-day validated backfill (events → shadow v2 → production of `views_per_title`) runs through `dagster asset
+materialize` in a subprocess whose environment points the catalog at the REST server, the warehouse at S3,
+the Dagster instance at PostgreSQL and Spark at the cluster, over its own data directory and archive; then
+`backfill-platform revert` undoes the promotion. Everything is read back independently: production, shadow
+and the ledger through PyIceberg on the same REST endpoint, every table's files as objects in the bucket,
+the run from Dagster's `runs` table with psycopg, the applications from the Spark master. A JDBC catalog on
+PostgreSQL stays a supported configuration (one backfill, last test). Everything the fixtures started is
+stopped, also when a test fails.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ EVENTS_PER_DAY = 2000
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
 SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title_production"
 CLI_TIMEOUT_SECONDS = 600
+CLI = Path(sys.executable).with_name("backfill-platform")
 STARTUP_TIMEOUT_SECONDS = 90
 
 # Roles and databases of the throwaway server: one database for the Iceberg catalog, one for Dagster.
@@ -180,9 +186,11 @@ def spark_class() -> Path:
     return Path(pyspark.__file__).parent / "bin" / "spark-class"
 
 
-def spark_env() -> dict[str, str]:
+def spark_env(node_env: dict[str, str]) -> dict[str, str]:
+    """The daemons' environment: `node_env` is what every node of a team's cluster has (its S3 credentials)."""
     return {
         **os.environ,
+        **node_env,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_DAEMON_MEMORY": "512m",
@@ -208,7 +216,7 @@ def wait_for(predicate, what: str, processes: list[subprocess.Popen], logs: list
 
 
 @pytest.fixture(scope="module")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+def spark_cluster(moto, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
     root = tmp_path_factory.mktemp("spark_cluster")
     work_dir = root / "work"
     work_dir.mkdir()
@@ -225,7 +233,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [str(spark_class()), *args],
-                env=spark_env(),
+                env=spark_env(moto.env()),
                 cwd=root,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -269,17 +277,18 @@ class TeamBackfill:
     dagster_home: Path
 
 
-def team_env(postgres: Postgres, cluster: SparkCluster, data_dir: Path, dagster_home: Path) -> dict[str, str]:
-    """Exactly the settings of the README's team-tier table; nothing else differs from the embedded tier."""
+def team_env(
+    postgres: Postgres, cluster: SparkCluster, rest_catalog, moto, data_dir: Path, dagster_home: Path
+) -> dict[str, str]:
+    """Exactly the settings of the README's team-tier block; nothing else differs from the embedded tier."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BACKFILL_PLATFORM_", "DAGSTER_PG_"))}
+    env.update(moto.env())  # AWS_ENDPOINT_URL, region and the credentials: the standard AWS variables
     env.update(
         {
             settings.DATA_DIR_ENV: str(data_dir),
             settings.SPARK_MASTER_ENV: cluster.master_url,
-            settings.CATALOG_JDBC_URI_ENV: f"jdbc:postgresql://127.0.0.1:{postgres.port}/{CATALOG_DB}",
-            settings.CATALOG_SQL_URI_ENV: f"postgresql+psycopg://127.0.0.1:{postgres.port}/{CATALOG_DB}",
-            "BACKFILL_PLATFORM_CATALOG_USER": PG_USER,
-            "BACKFILL_PLATFORM_CATALOG_PASSWORD": postgres.password,
+            settings.CATALOG_URI_ENV: rest_catalog.uri,
+            settings.WAREHOUSE_ENV: rest_catalog.warehouse,
             "DAGSTER_HOME": str(dagster_home),
             "DAGSTER_PG_HOST": "127.0.0.1",
             "DAGSTER_PG_PORT": str(postgres.port),
@@ -295,9 +304,26 @@ def team_env(postgres: Postgres, cluster: SparkCluster, data_dir: Path, dagster_
     return env
 
 
+def run_cli(env: dict[str, str], command: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    completed = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
+    )
+    seconds = time.monotonic() - began
+    sys.stderr.write(f"\nteam tier: {' '.join(command[1:5])} took {seconds:.1f}s\n")
+    if completed.returncode != 0:
+        sys.stderr.write(completed.stdout[-4000:] + completed.stderr[-8000:])
+    assert completed.returncode == 0, f"{command} failed:\n{completed.stderr[-3000:]}"
+    return completed, seconds
+
+
 @pytest.fixture(scope="module")
 def team_backfill(
-    postgres: Postgres, spark_cluster: SparkCluster, tmp_path_factory: pytest.TempPathFactory
+    postgres: Postgres,
+    spark_cluster: SparkCluster,
+    rest_catalog,
+    moto,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> TeamBackfill:
     from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 
@@ -306,7 +332,7 @@ def team_backfill(
     truth = generate_playback_archive(data_dir / "archive" / "playback", config)
     dagster_home = tmp_path_factory.mktemp("team_dagster_home")
     shutil.copy(REPO_ROOT / "dagster.team.yaml", dagster_home / "dagster.yaml")
-    env = team_env(postgres, spark_cluster, data_dir, dagster_home)
+    env = team_env(postgres, spark_cluster, rest_catalog, moto, data_dir, dagster_home)
     command = [
         sys.executable,
         "-m",
@@ -320,30 +346,19 @@ def team_backfill(
         "--partition-range",
         f"{DAYS_OF_RANGE[0]}...{DAYS_OF_RANGE[-1]}",
     ]
-    began = time.monotonic()
-    completed = subprocess.run(
-        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
-    )
-    seconds = time.monotonic() - began
-    sys.stderr.write(f"\nteam tier: 3-day backfill on the cluster took {seconds:.1f}s\n")
-    if completed.returncode != 0:
-        sys.stderr.write(completed.stderr[-8000:])
-    assert completed.returncode == 0, f"dagster asset materialize failed:\n{completed.stderr[-3000:]}"
+    completed, seconds = run_cli(env, command)
     return TeamBackfill(env=env, completed=completed, seconds=seconds, truth=truth, dagster_home=dagster_home)
 
 
-def pyiceberg_catalog(env: dict[str, str]):
-    """PyIceberg on the PostgreSQL catalog, configured from the same variables as the run."""
-    from backfill_platform.lakehouse.resources import IcebergCatalogResource
+@pytest.fixture
+def catalog(team_backfill: TeamBackfill, monkeypatch: pytest.MonkeyPatch):
+    """PyIceberg on the REST catalog, configured from the run's own variables, in its environment for the
+    test (the S3 credentials come from the AWS default chain when a file is read)."""
+    from backfill_platform.lakehouse.resources import catalog_from_env
 
-    return IcebergCatalogResource(
-        name="lake",
-        jdbc_uri=env[settings.CATALOG_JDBC_URI_ENV],
-        sql_uri=env[settings.CATALOG_SQL_URI_ENV],
-        warehouse=f"file://{env[settings.DATA_DIR_ENV]}/warehouse",
-        jdbc_user=env["BACKFILL_PLATFORM_CATALOG_USER"],
-        jdbc_password=env["BACKFILL_PLATFORM_CATALOG_PASSWORD"],
-    ).load()
+    for name, value in team_backfill.env.items():
+        monkeypatch.setenv(name, value)
+    return catalog_from_env(for_dagster=False).load()
 
 
 def rows_per_day(table) -> dict[str, int]:
@@ -375,10 +390,9 @@ def test_the_run_is_recorded_in_postgresql(team_backfill: TeamBackfill, postgres
     assert not list(team_backfill.dagster_home.rglob("*.db"))
 
 
-def test_production_read_back_through_pyiceberg_on_postgresql(
-    team_backfill: TeamBackfill, postgres: Postgres
+def test_production_read_back_through_the_rest_catalog_then_reverted(
+    team_backfill: TeamBackfill, postgres: Postgres, catalog
 ):
-    catalog = pyiceberg_catalog(team_backfill.env)
     shadow = rows_per_day(catalog.load_table("shadow.views_per_title__v2"))
     production_table = catalog.load_table("prod.views_per_title")
     production = rows_per_day(production_table)
@@ -413,6 +427,50 @@ def test_production_read_back_through_pyiceberg_on_postgresql(
         assert row["shadow_rows"] == production[day], day
         assert row["promoted_snapshot_id"] == promotion.snapshot_id, day
 
+    # Reverting is one more commit through the same catalog, from the CLI on the same variables.
+    run_cli(team_backfill.env, [str(CLI), "revert", "--dataset", "views_per_title", "--reason", "team tier"])
+    reverted = catalog.load_table("prod.views_per_title")
+    assert reverted.current_snapshot().summary.get(ACTION) == "revert"
+    assert reverted.current_snapshot().parent_snapshot_id == promotion.snapshot_id
+    assert rows_per_day(reverted) == {}  # the first promotion replaced nothing
+
+
+def test_every_table_is_in_the_bucket_and_none_on_disk(
+    team_backfill: TeamBackfill, catalog, moto, rest_catalog
+):
+    s3 = moto.client("s3")
+    bucket, _, prefix = rest_catalog.warehouse.removeprefix("s3://").partition("/")
+    keys = {
+        item["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/")
+        for item in page.get("Contents", [])
+    }
+    for identifier in (
+        "raw.playback_events",
+        "shadow.views_per_title__v2",
+        "prod.views_per_title",
+        "platform.ledger",
+    ):
+        table = catalog.load_table(identifier)
+        assert table.metadata_location.startswith(f"{rest_catalog.warehouse}/"), identifier
+        data_files = [
+            task.file.file_path for task in table.scan(snapshot_id=first_snapshot(table)).plan_files()
+        ]
+        assert data_files, identifier
+        assert {path.removeprefix(f"s3://{bucket}/") for path in data_files} <= keys, identifier
+        # The metadata file is an object too, and Iceberg table metadata (JSON) when read from the bucket.
+        body = s3.get_object(Bucket=bucket, Key=table.metadata_location.removeprefix(f"s3://{bucket}/"))
+        assert b'"format-version"' in body["Body"].read(), identifier
+    # Nothing fell back to the embedded tier: no local warehouse, no SQLite catalog.
+    data_dir = Path(team_backfill.env[settings.DATA_DIR_ENV])
+    assert not (data_dir / "warehouse").exists()
+    assert not list(data_dir.rglob("catalog.db"))
+
+
+def first_snapshot(table) -> int:
+    """The table's first snapshot with data (the revert test may have emptied production since)."""
+    return next(s.snapshot_id for s in table.metadata.snapshots if s.summary.get("added-records", "0") != "0")
+
 
 def test_the_work_ran_on_the_cluster(team_backfill: TeamBackfill, spark_cluster: SparkCluster):
     state = spark_cluster.state()
@@ -422,3 +480,50 @@ def test_the_work_ran_on_the_cluster(team_backfill: TeamBackfill, spark_cluster:
     # Executors ran in the worker: each application has its folder (executor logs) in the work dir.
     app_dirs = {path.name for path in spark_cluster.work_dir.glob("app-*")}
     assert {app["id"] for app in apps} <= app_dirs
+
+
+def test_a_jdbc_catalog_on_postgresql_is_still_a_configuration(
+    postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
+):
+    """The former team catalog: Iceberg's JDBC catalog in a PostgreSQL database, for Spark (JDBC) and
+    PyIceberg (SQLAlchemy); a one-day validated backfill with local Spark and a local warehouse."""
+    from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+    from backfill_platform.lakehouse.resources import IcebergCatalogResource
+
+    data_dir = tmp_path_factory.mktemp("jdbc_data")
+    config = GeneratorConfig(start=START, days=1, events_per_day=EVENTS_PER_DAY, seed=29)
+    truth = generate_playback_archive(data_dir / "archive" / "playback", config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BACKFILL_PLATFORM_", "DAGSTER_"))}
+    env.update(
+        {
+            settings.DATA_DIR_ENV: str(data_dir),
+            settings.CATALOG_JDBC_URI_ENV: f"jdbc:postgresql://127.0.0.1:{postgres.port}/{CATALOG_DB}",
+            settings.CATALOG_SQL_URI_ENV: f"postgresql+psycopg://127.0.0.1:{postgres.port}/{CATALOG_DB}",
+            "BACKFILL_PLATFORM_CATALOG_USER": PG_USER,
+            "BACKFILL_PLATFORM_CATALOG_PASSWORD": postgres.password,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "DAGSTER_DISABLE_TELEMETRY": "1",
+            "TZ": "UTC",
+        }
+    )
+    day, end = START.isoformat(), (START + timedelta(days=1)).isoformat()
+    run_cli(env, [str(CLI), "backfill", "--dataset", "views_per_title", "--start", day, "--end", end])
+
+    catalog = IcebergCatalogResource(
+        jdbc_uri=env[settings.CATALOG_JDBC_URI_ENV],
+        sql_uri=env[settings.CATALOG_SQL_URI_ENV],
+        warehouse=f"file://{data_dir}/warehouse",
+        jdbc_user=PG_USER,
+        jdbc_password=postgres.password,
+    ).load()
+    production = rows_per_day(catalog.load_table("prod.views_per_title"))
+    assert production == rows_per_day(catalog.load_table("shadow.views_per_title__v2"))
+    assert list(production) == [day]
+    ledger = catalog.load_table("platform.ledger").scan().to_arrow().to_pylist()
+    (row,) = [r for r in ledger if r["dataset"] == "views_per_title"]
+    assert row["checks_passed"] is True
+    assert row["events_written"] == truth["partitions"][day]["written"]
+    # Its tables are rows of PostgreSQL's `iceberg_tables`, not of any SQLite file.
+    with postgres.connect(CATALOG_DB) as conn:
+        names = {name for (name,) in conn.execute("SELECT table_name FROM iceberg_tables").fetchall()}
+    assert {"playback_events", "views_per_title", "ledger"} <= names

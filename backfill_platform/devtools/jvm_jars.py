@@ -43,8 +43,19 @@ def find_mvn() -> str:
     return mvn
 
 
-def resolve(target: Path, *, offline: bool = False, maven_args: Sequence[str] = ()) -> None:
-    """Copy the pom's jars (and nothing else) into the empty folder `target` with Maven."""
+def resolve(
+    target: Path,
+    *,
+    offline: bool = False,
+    maven_args: Sequence[str] = (),
+    pom: Path = jars.POM,
+    profile: str | None = None,
+) -> None:
+    """Copy the jars `pom` resolves to (for Spark's pom: exactly its declared jars) into the empty folder
+    `target` with Maven. `profile` defaults to this environment's Spark line for Spark's pom, none for others."""
+    if profile is None and pom == jars.POM:
+        # The runtime of this environment's Spark line (pyspark's major.minor).
+        profile = jars.maven_profile()
     command = [
         find_mvn(),
         "--batch-mode",
@@ -52,9 +63,8 @@ def resolve(target: Path, *, offline: bool = False, maven_args: Sequence[str] = 
         "--strict-checksums",
         *(["--offline"] if offline else []),
         "--file",
-        str(jars.POM),
-        # The runtime of this environment's Spark line (pyspark's major.minor).
-        f"--activate-profiles={jars.maven_profile()}",
+        str(pom),
+        *([f"--activate-profiles={profile}"] if profile else []),
         *maven_args,
         "dependency:copy-dependencies",
         f"-DoutputDirectory={target}",

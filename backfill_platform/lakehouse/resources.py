@@ -23,34 +23,96 @@ from backfill_platform.lakehouse.jars import default_jars, with_jdbc_driver
 
 
 class IcebergCatalogResource(ConfigurableResource):
-    """The Iceberg catalog shared by Spark and PyIceberg (JDBC on SQLite by default)."""
+    """The Iceberg catalog shared by Spark and PyIceberg: a REST catalog (`rest_uri`), or JDBC on a database
+    (SQLite by default, PostgreSQL on a team's server); the warehouse on local disk or on S3."""
 
     name: str = Field(
         default="lake",
         description="Catalog name. Spark and PyIceberg must use the same one: the JDBC catalog stores it.",
     )
-    jdbc_uri: str = Field(description="JDBC URI of the catalog database, as Spark's Iceberg catalog uses it.")
-    sql_uri: str = Field(
-        description="SQLAlchemy URI of the same database, as PyIceberg's SQL catalog uses it."
+    rest_uri: str = Field(
+        default="",
+        description=(
+            "Endpoint of an Iceberg REST catalog (http(s)://…: Polaris, Unity, Glue's or S3 Tables' REST, "
+            "Nessie, Lakekeeper, Iceberg's own server). When set, the catalog is that one and the JDBC "
+            "settings must be empty."
+        ),
     )
-    warehouse: str = Field(description="Warehouse location (file:// locally, s3:// in deployments).")
+    rest_token: str | None = Field(
+        default=None, description="Bearer token of the REST catalog; set it with EnvVar, never inline."
+    )
+    rest_credential: str | None = Field(
+        default=None,
+        description="OAuth2 client credentials of the REST catalog (`client_id:secret`); set it with EnvVar.",
+    )
+    jdbc_uri: str = Field(
+        default="", description="JDBC URI of the catalog database, as Spark's Iceberg catalog uses it."
+    )
+    sql_uri: str = Field(
+        default="", description="SQLAlchemy URI of the same database, as PyIceberg's SQL catalog uses it."
+    )
+    warehouse: str = Field(
+        default="",
+        description=(
+            "Warehouse location: file://… locally, s3://bucket/prefix on object storage. With a REST "
+            "catalog it may be empty (the server's default) or name the server's warehouse."
+        ),
+    )
     jdbc_user: str | None = Field(default=None, description="Catalog database user (PostgreSQL tiers).")
     jdbc_password: str | None = Field(
         default=None, description="Catalog database password; set it with EnvVar, never inline."
     )
+    s3_endpoint: str = Field(
+        default="",
+        description="S3 endpoint of an s3:// warehouse (MinIO, moto, …); empty = AWS's own for the region.",
+    )
+    s3_region: str = Field(default="", description="Region of the warehouse's bucket (empty: the SDK's).")
+    s3_path_style: bool = Field(
+        default=False,
+        description="Path-style S3 addressing (http://endpoint/bucket/key), which most S3-compatible stores need.",
+    )
+
+    @property
+    def is_rest(self) -> bool:
+        return bool(self.rest_uri)
+
+    def check(self) -> None:
+        """Raises ValueError naming the settings when they do not describe exactly one catalog."""
+        if self.is_rest and self.jdbc_uri:
+            raise ValueError(
+                f"the catalog is either REST ({settings.CATALOG_URI_ENV}={self.rest_uri}) or JDBC "
+                f"({settings.CATALOG_JDBC_URI_ENV}={self.jdbc_uri}), not both: unset one"
+            )
+        if not self.is_rest and not self.jdbc_uri:
+            raise ValueError(
+                f"no catalog: set {settings.CATALOG_URI_ENV} (a REST catalog) or "
+                f"{settings.CATALOG_JDBC_URI_ENV} (a JDBC one)"
+            )
+        if self.is_rest and not self.rest_uri.startswith(("http://", "https://")):
+            raise ValueError(f"{settings.CATALOG_URI_ENV} must be an http(s):// URL, not {self.rest_uri!r}")
 
     def spark_conf(self) -> dict[str, str]:
+        self.check()
         prefix = f"spark.sql.catalog.{self.name}"
         conf = {
             prefix: "org.apache.iceberg.spark.SparkCatalog",
-            f"{prefix}.type": "jdbc",
-            f"{prefix}.uri": self.jdbc_uri,
-            f"{prefix}.warehouse": self.warehouse,
-            f"{prefix}.jdbc.schema-version": "V1",
             # Several processes (runs, the CLI, the UI) commit to the same tables: always read the
             # current metadata, so a gate never decides on a stale snapshot.
             f"{prefix}.cache-enabled": "false",
         }
+        if self.warehouse:
+            conf[f"{prefix}.warehouse"] = self.warehouse
+        if self.is_rest:
+            conf[f"{prefix}.type"] = "rest"
+            conf[f"{prefix}.uri"] = self.rest_uri
+            if self.rest_token:
+                conf[f"{prefix}.token"] = self.rest_token
+            if self.rest_credential:
+                conf[f"{prefix}.credential"] = self.rest_credential
+        else:
+            conf[f"{prefix}.type"] = "jdbc"
+            conf[f"{prefix}.uri"] = self.jdbc_uri
+            conf[f"{prefix}.jdbc.schema-version"] = "V1"
         if self.jdbc_uri.startswith("jdbc:sqlite:"):
             # Without WAL a MERGE after any df.cache() fails with SQLITE_BUSY (see the stack notes).
             conf[f"{prefix}.jdbc.journal_mode"] = "WAL"
@@ -59,13 +121,51 @@ class IcebergCatalogResource(ConfigurableResource):
             conf[f"{prefix}.jdbc.user"] = self.jdbc_user
         if self.jdbc_password:
             conf[f"{prefix}.jdbc.password"] = self.jdbc_password
+        conf.update({f"{prefix}.{key}": value for key, value in self.s3_properties_java().items()})
         return conf
 
+    def s3_properties_java(self) -> dict[str, str]:
+        """Iceberg-Java's S3FileIO settings (iceberg-aws-bundle). Credentials come from the AWS SDK's
+        default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, a role), never from here."""
+        props: dict[str, str] = {}
+        if self.warehouse.startswith("s3://"):
+            props["io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+        if self.s3_endpoint:
+            props["s3.endpoint"] = self.s3_endpoint
+        if self.s3_region:
+            props["client.region"] = self.s3_region
+        if self.s3_path_style:
+            props["s3.path-style-access"] = "true"
+        return props
+
+    def s3_properties_python(self) -> dict[str, str]:
+        """PyIceberg's S3 settings (its pyarrow FileIO); credentials from the same default chain."""
+        props: dict[str, str] = {}
+        if self.s3_endpoint:
+            props["s3.endpoint"] = self.s3_endpoint
+        if self.s3_region:
+            props["s3.region"] = self.s3_region
+        if self.s3_path_style:
+            props["s3.force-virtual-addressing"] = "false"
+        return props
+
     def load(self) -> Any:
-        """A PyIceberg catalog on the same database and warehouse as Spark's."""
+        """A PyIceberg catalog on the same catalog and warehouse as Spark's."""
+        self.check()
+        props = self.s3_properties_python()
+        if self.warehouse:
+            props["warehouse"] = self.warehouse
+        if self.is_rest:
+            from pyiceberg.catalog.rest import RestCatalog
+
+            if self.rest_token:
+                props["token"] = self.rest_token
+            if self.rest_credential:
+                props["credential"] = self.rest_credential
+            return RestCatalog(self.name, uri=self.rest_uri, **props)
         from pyiceberg.catalog.sql import SqlCatalog
 
-        return SqlCatalog(self.name, uri=self.sql_uri_with_credentials(), warehouse=self.warehouse)
+        return SqlCatalog(self.name, uri=self.sql_uri_with_credentials(), **props)
 
     def sql_uri_with_credentials(self) -> str:
         """`sql_uri` with the catalog user and password (from their env vars) when it names none, so
@@ -206,6 +306,11 @@ class SparkIcebergResource(LazyPySparkResource):
         if self._spark_session is None:
             from pyspark.sql import SparkSession
 
+            from backfill_platform.lakehouse.preflight import check_lakehouse
+
+            # A wrong catalog or bucket fails here, named, before the run reads or writes anything.
+            check_lakehouse(self.catalog)
+
             builder = SparkSession.builder
             for key, value in self.full_spark_config().items():
                 builder = builder.config(key, value)
@@ -223,22 +328,37 @@ def import_short_names(jvm: Any) -> None:
 
 
 def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
-    """The catalog of the current tier. In Dagster the password stays an `EnvVar`, resolved per run;
-    outside Dagster (the CLI) it is read from the environment directly."""
+    """The catalog of the current tier. In Dagster a secret (catalog password, REST token or credential)
+    stays an `EnvVar`, resolved per run; outside Dagster (the CLI) it is read from the environment.
+
+    A REST catalog when BACKFILL_PLATFORM_CATALOG_URI is set, else JDBC (default: the embedded SQLite
+    catalog under the data directory). An S3 endpoint and region come from the standard AWS variables
+    (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION)."""
     data = settings.data_dir()
-    password_var = "BACKFILL_PLATFORM_CATALOG_PASSWORD"
-    password = (
-        (EnvVar(password_var) if for_dagster else os.environ[password_var])
-        if os.environ.get(password_var)
-        else None
-    )
+
+    def secret(variable: str) -> Any:
+        if not os.environ.get(variable):
+            return None
+        return EnvVar(variable) if for_dagster else os.environ[variable]
+
+    rest_uri = os.environ.get(settings.CATALOG_URI_ENV, "").strip()
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    default_jdbc = "" if rest_uri else f"jdbc:sqlite:{data}/catalog.db"
+    default_sql = "" if rest_uri else f"sqlite:///{data}/catalog.db"
+    default_warehouse = "" if rest_uri else f"file://{data}/warehouse"
     return IcebergCatalogResource(
         name=settings.env_or(settings.CATALOG_NAME_ENV, "lake"),
-        jdbc_uri=settings.env_or(settings.CATALOG_JDBC_URI_ENV, f"jdbc:sqlite:{data}/catalog.db"),
-        sql_uri=settings.env_or(settings.CATALOG_SQL_URI_ENV, f"sqlite:///{data}/catalog.db"),
-        warehouse=settings.env_or(settings.WAREHOUSE_ENV, f"file://{data}/warehouse"),
-        jdbc_password=password,
+        rest_uri=rest_uri,
+        rest_token=secret(settings.CATALOG_TOKEN_ENV),
+        rest_credential=secret(settings.CATALOG_CREDENTIAL_ENV),
+        jdbc_uri=settings.env_or(settings.CATALOG_JDBC_URI_ENV, default_jdbc),
+        sql_uri=settings.env_or(settings.CATALOG_SQL_URI_ENV, default_sql),
+        warehouse=settings.env_or(settings.WAREHOUSE_ENV, default_warehouse),
+        jdbc_password=secret("BACKFILL_PLATFORM_CATALOG_PASSWORD"),
         jdbc_user=os.environ.get("BACKFILL_PLATFORM_CATALOG_USER") or None,
+        s3_endpoint=endpoint,
+        s3_region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "",
+        s3_path_style=settings.flag(settings.S3_PATH_STYLE_ENV, default=bool(endpoint)),
     )
 
 

@@ -1,0 +1,60 @@
+"""Run Iceberg's REST catalog server in the foreground, for trying the team tier (`make rest-catalog`).
+
+    python -m backfill_platform.devtools.rest_catalog [--port 8181] [--warehouse s3://bucket/prefix]
+
+An s3:// warehouse uses the standard AWS variables (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3, AWS_REGION and
+the credentials); the bucket must exist. It prints the variables that point the platform at it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from backfill_platform import settings
+from backfill_platform.devtools.rest_catalog.server import rest_catalog_server
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m backfill_platform.devtools.rest_catalog", description=__doc__
+    )
+    parser.add_argument("--port", type=int, default=8181, help="port (every interface; 0 = any free port)")
+    parser.add_argument(
+        "--warehouse",
+        default="",
+        help="warehouse location (default: file://<data dir>/rest-warehouse; s3://bucket/prefix for S3)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="the server's catalog database and log (default: <data dir>/rest-catalog)",
+    )
+    args = parser.parse_args(argv)
+    data = settings.data_dir()
+    warehouse = args.warehouse or f"file://{data / 'rest-warehouse'}"
+    state_dir = args.state_dir or data / "rest-catalog"
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
+    with rest_catalog_server(
+        state_dir, warehouse, s3_endpoint=endpoint, region=region, port=args.port
+    ) as server:
+        print(
+            f"REST catalog serving at {server.uri} (warehouse {warehouse}; log {server.log}). Point the platform at it:"
+        )
+        print(f"  export {settings.CATALOG_URI_ENV}={server.uri}")
+        print(f"  export {settings.WAREHOUSE_ENV}={warehouse}")
+        print("Ctrl-C stops it.", flush=True)
+        try:
+            server.process.wait()
+        except KeyboardInterrupt:
+            return 0
+    return server.process.returncode or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
