@@ -166,7 +166,7 @@ demo: setup
 test: setup
 	@case '$(TEST_ORDER)' in file|random|reverse) ;; \
 		*) echo "test: error: TEST_ORDER must be file, random or reverse, not '$(TEST_ORDER)'" >&2; exit 2;; esac
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
 
 # The other Spark line: its own environment (.venv-spark-4.1, built on first use), its runtime jar, and the
 # end-to-end subset marked `both_spark_lines` (a validated backfill with promotion and revert, the bad-input

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from backfill_platform import settings
+from backfill_platform_tests.support import workers
 from backfill_platform_tests.support.lakehouse import own_data_dir
 from backfill_platform_tests.support.session import DAYS, EVENTS_PER_DAY, START, range_tags
-from backfill_platform_tests.support.workers import long_running_first, mark_group, register_marker
 
 OTHER_WRITERS = "other_writers"
 _TZ_PATCH = pytest.StashKey[pytest.MonkeyPatch]()
@@ -38,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{OTHER_WRITERS}: the test's subprocesses commit to a catalog (a data directory of the test's own)",
     )
-    register_marker(config)
+    workers.configure(config)
     # PySpark hands timestamps to Python as naive local time; the platform and its tests speak UTC.
     # Set for the whole session (before any Spark starts), restored when it ends.
     patch = pytest.MonkeyPatch()
@@ -48,24 +48,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    workers.unconfigure(config)
     patch = config.stash.get(_TZ_PATCH, None)
     if patch is not None:
         patch.undo()
         time.tzset()
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Each test's group for the two workers of `make test` (pytest-xdist): support/workers.py."""
-    mark_group(item)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """How the two workers of `make test` share the tests: support/workers.py."""
+    return workers.make_scheduler(config, log)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`--reverse`: the opposite of the order the tests were collected in (a check that none depends on
-    it; pytest-randomly, `-p randomly`, shuffles instead). In file order, the long groups first."""
+    it; pytest-randomly, `-p randomly`, shuffles instead). In file order, the long groups first; with
+    workers, each test's group for the scheduler (support/workers.py)."""
     if config.getoption("reverse"):
         items.reverse()
-    long_running_first(config, items)
+    workers.order_and_publish(config, items)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -467,15 +467,46 @@ def test_every_table_is_in_the_bucket_and_none_on_disk(
     assert not list(data_dir.rglob("catalog.db"))
 
 
+def test_duckdb_reads_the_tables_through_the_same_rest_catalog(
+    team_backfill: TeamBackfill, catalog, rest_catalog, moto
+):
+    """DuckDB's iceberg extension, attached to the REST endpoint with an S3 secret for the bucket, sees the
+    rows PyIceberg sees (shadow and events: tables a revert does not touch)."""
+    from backfill_platform_tests.support.duckdb_iceberg import attach_rest_catalog
+
+    aws = moto.env()
+    duck = attach_rest_catalog(
+        rest_catalog.uri,
+        moto.endpoint_url,
+        moto.region,
+        aws["AWS_ACCESS_KEY_ID"],
+        aws["AWS_SECRET_ACCESS_KEY"],
+    )
+    shadow = duck.sql(
+        "SELECT CAST(event_date AS VARCHAR), count(*) FROM lake.shadow.views_per_title__v2 GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    assert dict(shadow) == rows_per_day(catalog.load_table("shadow.views_per_title__v2"))
+    (events,) = duck.sql("SELECT count(*) FROM lake.raw.playback_events").fetchone()
+    assert events == sum(team_backfill.truth["partitions"][day]["written"] for day in DAYS_OF_RANGE)
+
+
 def first_snapshot(table) -> int:
     """The table's first snapshot with data (the revert test may have emptied production since)."""
     return next(s.snapshot_id for s in table.metadata.snapshots if s.summary.get("added-records", "0") != "0")
 
 
 def test_the_work_ran_on_the_cluster(team_backfill: TeamBackfill, spark_cluster: SparkCluster):
-    state = spark_cluster.state()
-    apps = [app for app in state.get("completedapps", []) if app.get("name") == "backfill_platform"]
-    assert apps, json.dumps(state)[:2000]
+    # The master moves an application to `completedapps` some time after its driver has gone (seconds on a
+    # busy machine): poll for it rather than read once.
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while True:
+        state = spark_cluster.state()
+        apps = [app for app in state.get("completedapps", []) if app.get("name") == "backfill_platform"]
+        active = [app for app in state.get("activeapps", []) if app.get("name") == "backfill_platform"]
+        if (apps and not active) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert apps and not active, json.dumps(state)[:2000]
     assert all(app.get("state") == "FINISHED" for app in apps), apps
     # Executors ran in the worker: each application has its folder (executor logs) in the work dir.
     app_dirs = {path.name for path in spark_cluster.work_dir.glob("app-*")}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the server's catalog database and log (default: <data dir>/rest-catalog)",
     )
     args = parser.parse_args(argv)
+    # Stopped by a supervisor (SIGTERM) as by Ctrl-C: leave through the `with`, which stops the server's JVM.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     data = settings.data_dir()
     warehouse = args.warehouse or f"file://{data / 'rest-warehouse'}"
     state_dir = args.state_dir or data / "rest-catalog"
