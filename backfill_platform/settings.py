@@ -37,6 +37,21 @@ def env_or(name: str, default: str) -> str:
     return value or default
 
 
+def first_env(*names: str) -> str:
+    """The first of `names` set to a non-blank value, stripped ("" when none is)."""
+    return next((os.environ[n].strip() for n in names if os.environ.get(n, "").strip()), "")
+
+
+def s3_endpoint() -> str:
+    """The S3 endpoint of the standard AWS variables (an S3-compatible store's), "" for AWS's own."""
+    return first_env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+
+
+def aws_region() -> str:
+    """The region of the standard AWS variables, "" when unset (the SDKs' own chain decides)."""
+    return first_env("AWS_REGION", "AWS_DEFAULT_REGION")
+
+
 def flag(name: str, default: bool) -> bool:
     """A true/false variable (also 1/0, yes/no); unset or empty is `default`, anything else raises."""
     value = os.environ.get(name, "").strip().lower()

@@ -342,7 +342,7 @@ def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
         return EnvVar(variable) if for_dagster else os.environ[variable]
 
     rest_uri = os.environ.get(settings.CATALOG_URI_ENV, "").strip()
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    endpoint = settings.s3_endpoint()
     default_jdbc = "" if rest_uri else f"jdbc:sqlite:{data}/catalog.db"
     default_sql = "" if rest_uri else f"sqlite:///{data}/catalog.db"
     default_warehouse = "" if rest_uri else f"file://{data}/warehouse"
@@ -357,7 +357,7 @@ def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
         jdbc_password=secret("BACKFILL_PLATFORM_CATALOG_PASSWORD"),
         jdbc_user=os.environ.get("BACKFILL_PLATFORM_CATALOG_USER") or None,
         s3_endpoint=endpoint,
-        s3_region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "",
+        s3_region=settings.aws_region(),
         s3_path_style=settings.flag(settings.S3_PATH_STYLE_ENV, default=bool(endpoint)),
     )
 

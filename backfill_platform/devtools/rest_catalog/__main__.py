@@ -9,7 +9,6 @@ the credentials); the bucket must exist. It prints the variables that point the 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -41,10 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = settings.data_dir()
     warehouse = args.warehouse or f"file://{data / 'rest-warehouse'}"
     state_dir = args.state_dir or data / "rest-catalog"
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
     with rest_catalog_server(
-        state_dir, warehouse, s3_endpoint=endpoint, region=region, port=args.port
+        state_dir, warehouse, s3_endpoint=settings.s3_endpoint(), region=settings.aws_region(), port=args.port
     ) as server:
         print(
             f"REST catalog serving at {server.uri} (warehouse {warehouse}; log {server.log}). Point the platform at it:"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import (
     ArchiveFile,
     UnlistedFile,
@@ -49,13 +50,10 @@ def s3_resource_from_env() -> S3Resource:
     EnvVar(...), ...)` to `archive_for` instead."""
     from dagster_aws.s3 import S3Resource
 
-    def env(*names: str) -> str | None:
-        return next((os.environ[n].strip() for n in names if os.environ.get(n, "").strip()), None)
-
     return S3Resource(
-        region_name=env("AWS_REGION", "AWS_DEFAULT_REGION"),
-        endpoint_url=env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
-        profile_name=env("AWS_PROFILE"),
+        region_name=settings.aws_region() or None,
+        endpoint_url=settings.s3_endpoint() or None,
+        profile_name=settings.first_env("AWS_PROFILE") or None,
     )
 
 
