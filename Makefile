@@ -8,6 +8,7 @@
 #   make lint        ruff check + ruff format --check
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make rest-catalog  Iceberg's REST catalog server on :8181 (REST_WAREHOUSE=s3://… for an S3 warehouse)
+#   make kafka       a single-node Kafka broker on 127.0.0.1:9092 (KAFKA_PORT), for a replay to Kafka
 #   make bench       run the benchmark; make bench-scale adds the big day and the year of small files
 #   make clean-data  remove runtime state under data/ (keeps data/.gitkeep)
 
@@ -56,6 +57,7 @@ APT_GET ?= apt-get
 UI_HOST ?= 127.0.0.1
 UI_PORT ?= 3000
 REST_PORT ?= 8181
+KAFKA_PORT ?= 9092
 REST_WAREHOUSE ?=
 PYTEST_ARGS ?=
 # The order of `make test`: file order by default (pyproject.toml's addopts keep pytest-randomly off);
@@ -94,7 +96,7 @@ export DAGSTER_HOME
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: help setup system-deps venv jars jars-lock rest-catalog demo test test-other-spark lint ui bench bench-scale clean-data
+.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka demo test test-other-spark lint ui bench bench-scale clean-data
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -140,18 +142,21 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 # class-data archive (lakehouse/class_archive.py: seconds off every run's start), built by a one-day backfill
 # (~1 min) unless the one there was built from this JDK, pyspark and jar lock. Optional: a failure to build
 # it is a warning (runs start without it, slower), and test_jvm_jars fails on its absence. Last, the jars of
-# Iceberg's REST catalog server (devtools/rest_catalog/pom.xml, transitive, checked against its jars.sha256):
-# the team tier's tests and `make rest-catalog` run it; Spark never loads them.
+# Iceberg's REST catalog server and Apache Kafka's broker (devtools/rest_catalog/ and devtools/kafka_broker/
+# pom.xml, transitive, each checked against its jars.sha256): the tests, `make rest-catalog` and `make kafka`
+# run them; Spark never loads them.
 jars: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars $(JARS_ARGS)
 	$(BIN)/python -m backfill_platform.devtools.class_archive --optional
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog.classpath
+	$(BIN)/python -m backfill_platform.devtools.kafka_broker.classpath
 
 # After changing a version in the pom: resolve, and rewrite jvm/jars.sha256 from what Maven downloaded
 # (with its checksums against Maven Central enforced). Commit both files.
 jars-lock: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars --lock $(JARS_ARGS)
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog.classpath --lock
+	$(BIN)/python -m backfill_platform.devtools.kafka_broker.classpath --lock
 
 # Apache Iceberg's REST catalog server in the foreground (Ctrl-C stops it), on REST_PORT of every interface,
 # its catalog and log under data/rest-catalog. The warehouse: REST_WAREHOUSE (default a local folder under
@@ -159,6 +164,11 @@ jars-lock: system-deps venv
 # at it (README, "Where things run").
 rest-catalog: setup
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog --port $(REST_PORT) $(if $(REST_WAREHOUSE),--warehouse $(REST_WAREHOUSE))
+
+# A single-node Apache Kafka broker (KRaft) in the foreground on 127.0.0.1:KAFKA_PORT, formatted afresh under
+# data/kafka at each start; it prints the variable that points a replay at it (README, "Online replay").
+kafka: setup
+	$(BIN)/python -m backfill_platform.devtools.kafka_broker --port $(KAFKA_PORT)
 
 demo: setup
 	$(BIN)/backfill-platform demo

@@ -1,14 +1,15 @@
 """Failpoints: named places in a run where the fault tests make the process die as if SIGKILLed.
 
 A crash can happen between any two commits; these are the places where it leaves the most to repair
-(one table written, the next not). `BACKFILL_PLATFORM_FAILPOINTS=name[,name]` arms them; unset, each
-costs one environment lookup.
+(one table written, the next not). `BACKFILL_PLATFORM_FAILPOINTS=name[,name]` arms them (`name@N`: at
+its N-th pass in the process, e.g. the third batch of a replay); unset, each costs one environment lookup.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from collections import Counter
 
 FAILPOINTS_ENV = "BACKFILL_PLATFORM_FAILPOINTS"
 
@@ -20,10 +21,19 @@ SHADOW_BEFORE_CHECKS = "shadow-before-checks"
 PROMOTION_BEFORE_LEDGER = "promotion-before-ledger"
 
 
+_passes: Counter[str] = Counter()
+
+
 def failpoint(name: str) -> None:
-    """Die here, at once and without cleanup, when `name` is armed."""
-    if name in os.environ.get(FAILPOINTS_ENV, "").split(","):
-        die()
+    """Die here, at once and without cleanup, when `name` is armed (for this pass)."""
+    armed = os.environ.get(FAILPOINTS_ENV, "")
+    if not armed:
+        return
+    _passes[name] += 1
+    for entry in armed.split(","):
+        point, _, nth = entry.partition("@")
+        if point == name and (not nth or int(nth) == _passes[name]):
+            die()
 
 
 def die() -> None:

@@ -23,6 +23,8 @@ CATALOG_JDBC_URI_ENV = "BACKFILL_PLATFORM_CATALOG_JDBC_URI"
 CATALOG_SQL_URI_ENV = "BACKFILL_PLATFORM_CATALOG_SQL_URI"
 WAREHOUSE_ENV = "BACKFILL_PLATFORM_WAREHOUSE"
 ICEBERG_JARS_ENV = "BACKFILL_PLATFORM_ICEBERG_JARS"
+# Kafka's bootstrap servers (host:port,…) for a replay to a backfill topic; SASL credentials if it wants them.
+KAFKA_BOOTSTRAP_ENV = "BACKFILL_PLATFORM_KAFKA_BOOTSTRAP"
 # Path-style S3 addressing for an s3:// warehouse: true/false (default true when an endpoint is set).
 S3_PATH_STYLE_ENV = "BACKFILL_PLATFORM_S3_PATH_STYLE"
 

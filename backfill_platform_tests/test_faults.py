@@ -12,7 +12,9 @@ over a copy of the session's generated archive, as a user runs it from the comma
   commits, the next (b) between the shadow write and its checks, the next (c) between the production
   commit and the ledger write, then the same backfill once more. Each run finds the dead one before
   it, fails it and frees its pool slots; production never shows a partial range; at the end
-  production, events, quarantine and the ledger's current rows equal the clean run's.
+  production, events, quarantine and the ledger's current rows equal the clean run's. The chain runs
+  twice: on the embedded tier, and on the team tier's lakehouse (Iceberg's REST catalog server, the
+  warehouse in moto's S3), where no catalog lock exists and commits are the REST server's.
 Tables are read back with PyIceberg (each lakehouse is its own catalog), runs from each instance.
 """
 
@@ -24,7 +26,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,6 +44,7 @@ from backfill_platform.faults import (
     PROMOTION_BEFORE_LEDGER,
     SHADOW_BEFORE_CHECKS,
 )
+from backfill_platform.lakehouse.resources import catalog_from_env
 from backfill_platform.orchestration.runs.catalog_lock import lock_path_for
 from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
 from backfill_platform.pipeline.ledger.commits import DAYS
@@ -49,7 +52,7 @@ from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir, write_dagster_home
 from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT
 
-pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=6)]
+pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=9)]
 
 RANGE = ["2026-10-01", "2026-10-02", "2026-10-03"]
 SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title_production"
@@ -76,13 +79,15 @@ LEDGER_FIGURES = [
 
 
 class Lakehouse:
-    """One data directory (with a copy of the session's archive) and one Dagster instance."""
+    """One data directory (with a copy of the session's archive) and one Dagster instance; its catalog
+    the embedded one of that directory, or the one `tier` (environment variables) names."""
 
-    def __init__(self, root: Path, archive: Path) -> None:
+    def __init__(self, root: Path, archive: Path, tier: Mapping[str, str] | None = None) -> None:
         self.data = own_data_dir(root / "data", archive)
         self.home = root / "dagster_home"
         self.home.mkdir()
         write_dagster_home(self.home)
+        self.tier = dict(tier or {})
 
     def start(self, failpoint: str | None = None) -> subprocess.Popen:
         env = {
@@ -92,6 +97,7 @@ class Lakehouse:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "DAGSTER_DISABLE_TELEMETRY": "1",
             FAILPOINTS_ENV: failpoint or "",
+            **self.tier,
         }
         command = [
             str(DAGSTER_CLI),
@@ -108,7 +114,12 @@ class Lakehouse:
         return DagsterInstance.from_config(str(self.home))
 
     def catalog(self):
-        return catalog_of(self.data).load()
+        if not self.tier:
+            return catalog_of(self.data).load()
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in self.tier.items():
+                patch.setenv(name, value)
+            return catalog_from_env(for_dagster=False).load()
 
     def catalog_writer(self) -> str | None:
         """The run holding the catalog's writer lock now, as its lock file names it (None: nobody yet)."""
@@ -119,7 +130,11 @@ class Lakehouse:
             return None
 
     def table(self, identifier: str) -> pa.Table:
-        return self.catalog().load_table(identifier).scan().to_arrow()
+        # S3 data files are read with the credentials of the default chain, the tier's variables.
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in self.tier.items():
+                patch.setenv(name, value)
+            return self.catalog().load_table(identifier).scan().to_arrow()
 
     def exists(self, identifier: str) -> bool:
         return self.catalog().table_exists(identifier)
@@ -230,10 +245,24 @@ def overlapping(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory
     return lakehouse
 
 
-@pytest.fixture(scope="module")
-def chain(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def rest_and_s3(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The team tier's lakehouse settings: this module's REST catalog server, its warehouse in moto's S3."""
+    rest_catalog = request.getfixturevalue("rest_catalog")
+    moto = request.getfixturevalue("moto")
+    return {
+        **moto.env(),
+        settings.CATALOG_URI_ENV: rest_catalog.uri,
+        settings.WAREHOUSE_ENV: rest_catalog.warehouse,
+    }
+
+
+@pytest.fixture(scope="module", params=["embedded", "rest_s3"])
+def chain(
+    request: pytest.FixtureRequest, playback_archive: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict:
     """Kill (a), (b), (c) in turn, reading the state each kill left; then the repairing run."""
-    lakehouse = Lakehouse(tmp_path_factory.mktemp("faults"), playback_archive)
+    tier = rest_and_s3(request) if request.param == "rest_s3" else None
+    lakehouse = Lakehouse(tmp_path_factory.mktemp(f"faults_{request.param}"), playback_archive, tier)
     seen: dict = {"lakehouse": lakehouse}
 
     assert lakehouse.run(EVENTS_BEFORE_QUARANTINE) == KILLED

@@ -29,7 +29,7 @@ from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.moto import MotoServer
 from backfill_platform_tests.support.session import START
-from backfill_platform_tests.test_s3_archive import aws, upload
+from backfill_platform_tests.test_s3_archive import aws
 
 D2 = START + timedelta(days=1)
 BUCKET = "kafka-connect-sink"
@@ -137,7 +137,7 @@ def test_kafka_connect_parquet_from_s3(spark, spark_resource, data_dir, moto: Mo
     root = data_dir / "archive" / "kc_parquet"
     shutil.rmtree(root, ignore_errors=True)
     truth = generate_kafka_connect_archive(root, START, 2, 300, fmt="parquet", seed=9)
-    assert upload(moto, root, BUCKET, "topics/playback") == len(truth.files)
+    assert moto.upload(root, BUCKET, "topics/playback") == len(truth.files)
     spec = kafka_spec("kc_parquet", f"s3://{BUCKET}/topics/playback", "parquet")
     with aws(moto, spark):
         result = run(spark_resource, [build_events_asset(spec)], START, D2)

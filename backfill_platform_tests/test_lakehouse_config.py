@@ -2,24 +2,32 @@
 
 Against real endpoints: the session's moto S3 and a REST catalog server of this module (`rest_catalog`).
 Each case is the settings a user could get wrong: an unreachable catalog, a URL that is no REST catalog, a
-missing bucket, missing credentials, two catalogs at once. The last test runs the events asset through
-Dagster with an unreachable catalog: the step fails with the same message before its Spark session starts,
-and nothing is written (no materialization, no object in the bucket).
+missing bucket, missing credentials, two catalogs at once. Two runs of the events asset through Dagster:
+with an unreachable catalog the step fails with the same message before its Spark session starts; with a
+catalog that refuses its warehouse (a REST server whose own warehouse is a bucket that does not exist: the
+server, not the client, decides where tables go) the step fails at the first table it would create, naming
+the catalog, the table and the server's reason. Neither writes anything (no materialization, no object in
+the bucket, no table in the catalog).
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
 
 import pytest
 from dagster import materialize
 
 from backfill_platform import settings
+from backfill_platform.devtools.rest_catalog.server import rest_catalog_server
 from backfill_platform.lakehouse.preflight import LakehouseConfigError, check_lakehouse
 from backfill_platform.lakehouse.resources import IcebergCatalogResource, SparkIcebergResource
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform_tests.conftest import REST_WAREHOUSE_BUCKET
 from backfill_platform_tests.support.dagster_dev import free_port
+from backfill_platform_tests.support.lakehouse import own_data_dir, write_dagster_home
 from backfill_platform_tests.support.moto import aws_environment
-from backfill_platform_tests.support.session import START, range_tags
+from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT, START, range_tags
 
 
 def rest(uri: str, warehouse: str, moto) -> IcebergCatalogResource:
@@ -96,4 +104,46 @@ def test_a_run_on_an_unreachable_catalog_fails_before_writing(playback, truth, r
     assert uri in message and settings.CATALOG_URI_ENV in message
     assert not [e for e in result.all_events if e.is_step_materialization]
     listed = moto.client("s3").list_objects_v2(Bucket=REST_WAREHOUSE_BUCKET, Prefix="never/")
+    assert listed.get("KeyCount", 0) == 0
+
+
+def test_a_warehouse_the_catalog_refuses_fails_the_run_before_writing(
+    playback_archive, rest_catalog, moto, tmp_path
+):
+    """In a process of its own (`dagster asset materialize`), as a user runs it: this process's Spark
+    session already has its catalog."""
+    server_warehouse = "s3://no-such-bucket/warehouse"
+    data = own_data_dir(tmp_path / "data", playback_archive)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    write_dagster_home(home)
+    with rest_catalog_server(
+        tmp_path / "refusing",
+        server_warehouse,
+        s3_endpoint=moto.endpoint_url,
+        region=moto.region,
+        env={**os.environ, **moto.env()},
+    ) as server:
+        # The client's warehouse is a bucket that exists: the preflight passes, the server refuses.
+        env = {
+            **os.environ,
+            **moto.env(),
+            settings.DATA_DIR_ENV: str(data),
+            settings.CATALOG_URI_ENV: server.uri,
+            settings.WAREHOUSE_ENV: f"s3://{REST_WAREHOUSE_BUCKET}/refused",
+            "DAGSTER_HOME": str(home),
+        }
+        command = [str(DAGSTER_CLI), "asset", "materialize", "-m", "backfill_platform.definitions"]
+        command += ["--select", "raw/playback_events", "--partition", START.isoformat()]
+        ran = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+        with aws_environment(moto):
+            catalog = rest(server.uri, f"s3://{REST_WAREHOUSE_BUCKET}/refused", moto).load()
+            tables = catalog.list_tables("raw") if ("raw",) in catalog.list_namespaces() else []
+    output = ran.stdout + ran.stderr
+    assert ran.returncode != 0, output[-3000:]
+    message = next((line for line in output.splitlines() if "LakehouseConfigError: " in line), output[-3000:])
+    assert server.uri in message and settings.CATALOG_URI_ENV in message, message
+    assert "refused to create lake.raw.playback_" in message and "no-such-bucket" in message, message
+    assert tables == []
+    listed = moto.client("s3").list_objects_v2(Bucket=REST_WAREHOUSE_BUCKET, Prefix="refused/")
     assert listed.get("KeyCount", 0) == 0

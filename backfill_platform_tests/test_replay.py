@@ -21,15 +21,9 @@ from click.testing import CliRunner
 
 from backfill_platform.cli import main
 from backfill_platform.pipeline.replay import checkpoint as checkpoints
-from backfill_platform.pipeline.replay.kinesis import (
-    CircuitBreaker,
-    CircuitOpen,
-    KinesisWriter,
-    Pacer,
-    ReplayError,
-    stream_shards,
-)
-from backfill_platform.pipeline.replay.runner import ReplayRequest, _batches, run_replay
+from backfill_platform.pipeline.replay.delivery import CircuitBreaker, CircuitOpen, Pacer, ReplayError
+from backfill_platform.pipeline.replay.kinesis import KinesisWriter, batches_for, stream_shards
+from backfill_platform.pipeline.replay.runner import ReplayRequest, run_replay
 from backfill_platform.pipeline.replay.source import Event
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
@@ -309,9 +303,9 @@ def test_pacing_and_batch_limits() -> None:
     assert KinesisWriter(None, "s", shards=3, max_records_per_second=50).batch_records == 50
     moment = datetime(2026, 10, 1, tzinfo=UTC)
     big = [Event(f"e{i}", moment, b"x" * (300 << 10)) for i in range(10)]
-    sizes = [len(batch) for batch in _batches(iter(big), writer)]
+    sizes = [len(batch) for batch in batches_for(iter(big), writer)]
     assert sizes == [3, 3, 3, 1]  # 1 MiB per second on one shard
     writer = KinesisWriter(None, "s", shards=8, max_records_per_second=8000)
-    assert [len(b) for b in _batches(iter(big * 2), writer)] == [17, 3]  # 5 MiB per call
+    assert [len(b) for b in batches_for(iter(big * 2), writer)] == [17, 3]  # 5 MiB per call
     with pytest.raises(ReplayError, match="1 MiB record limit"):
-        list(_batches(iter([Event("huge", moment, b"x" * (1 << 20))]), writer))
+        list(batches_for(iter([Event("huge", moment, b"x" * (1 << 20))]), writer))

@@ -90,19 +90,6 @@ def aws(moto: MotoServer, spark, **override: str) -> Iterator[None]:
         yield
 
 
-def upload(moto: MotoServer, root: Path, bucket: str, prefix: str) -> int:
-    s3 = moto.client("s3")
-    s3.create_bucket(Bucket=bucket)
-    count = 0
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            s3.put_object(
-                Bucket=bucket, Key=f"{prefix}/{path.relative_to(root).as_posix()}", Body=path.read_bytes()
-            )
-            count += 1
-    return count
-
-
 @pytest.fixture(scope="module")
 def archives(data_dir: Path, moto: MotoServer):
     """The same small archive (4 days x 400 events, one truncated gzip object) locally and in S3."""
@@ -112,7 +99,7 @@ def archives(data_dir: Path, moto: MotoServer):
     first = sorted((root / f"{D1 + timedelta(days=1):%Y/%m/%d}").rglob("*.gz"))[0]
     whole = first.read_bytes()
     (first.parent / TRUNCATED).write_bytes(whole[: len(whole) // 2])
-    assert upload(moto, root, BUCKET, PREFIX) == truth["totals"]["files"] + 2  # + truncated + _truth.json
+    assert moto.upload(root, BUCKET, PREFIX) == truth["totals"]["files"] + 2  # + truncated + _truth.json
     local = stream_spec("s3cmp_local", "archive/s3cmp_local")
     remote = stream_spec("s3cmp_remote", f"s3://{BUCKET}/{PREFIX}/")
     return local, remote, str((first.parent / TRUNCATED).relative_to(root))

@@ -6,10 +6,11 @@ Module fixtures start a throwaway PostgreSQL (Debian's server binaries, `initdb`
 loopback only, password authentication on TCP), a Spark standalone master + one worker from pyspark's own
 `spark-class` on loopback (the worker has the S3 credentials, as a node has its role's), and Apache Iceberg's
 own REST catalog server whose warehouse is a prefix of a bucket in moto's S3 (`rest_catalog`, conftest). A
-3-day validated backfill (events → shadow v2 → production of `views_per_title`) runs through `dagster asset
-materialize` in a subprocess whose environment points the catalog at the REST server, the warehouse at S3,
-the Dagster instance at PostgreSQL and Spark at the cluster, over its own data directory and archive; then
-`backfill-platform revert` undoes the promotion. Everything is read back independently: production, shadow
+3-day validated backfill runs through `dagster asset materialize` in a subprocess whose environment points
+the catalog at the REST server, the warehouse at S3, the Dagster instance at PostgreSQL and Spark at the
+cluster: the team's own stream `plays` (a spec folder, BACKFILL_PLATFORM_SPECS), whose archive is in another
+bucket of the same S3 (read by the cluster's tasks), and the demo dataset on it as `plays_per_title` (events →
+shadow v2 → production); then `backfill-platform revert` undoes the promotion. Everything is read back independently: production, shadow
 and the ledger through PyIceberg on the same REST endpoint, every table's files as objects in the bucket,
 the run from Dagster's `runs` table with psycopg, the applications from the Spark master. A JDBC catalog on
 PostgreSQL stays a supported configuration (one backfill, last test). Everything the fixtures started is
@@ -42,13 +43,21 @@ from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_S
 from backfill_platform.pipeline.run_tags import RUN_ID
 from backfill_platform_tests.support.dagster_dev import free_port, stop
 from backfill_platform_tests.support.session import REPO_ROOT, START
+from backfill_platform_tests.support.streams import write_stream_specs
 
 pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=2)]
 
 DAYS = 3
 EVENTS_PER_DAY = 2000
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
-SELECTION = "raw/playback_events,shadow/views_per_title__v2,prod/views_per_title_production"
+# The team's stream and dataset (the demo's, declared again in a spec folder), its archive in S3.
+STREAM = "plays"
+DATASET = "plays_per_title"
+ARCHIVE_BUCKET = "team-archive"
+EVENTS = f"raw.{STREAM}_events"
+SHADOW = f"shadow.{DATASET}__v2"
+PRODUCTION = f"prod.{DATASET}"
+SELECTION = f"raw/{STREAM}_events,shadow/{DATASET}__v2,prod/{DATASET}_production"
 CLI_TIMEOUT_SECONDS = 600
 CLI = Path(sys.executable).with_name("backfill-platform")
 STARTUP_TIMEOUT_SECONDS = 90
@@ -329,10 +338,15 @@ def team_backfill(
 
     data_dir = tmp_path_factory.mktemp("team_data")
     config = GeneratorConfig(start=START, days=DAYS, events_per_day=EVENTS_PER_DAY, seed=23)
-    truth = generate_playback_archive(data_dir / "archive" / "playback", config)
+    generated = tmp_path_factory.mktemp("team_archive")
+    truth = generate_playback_archive(generated, config)
+    assert moto.upload(generated, ARCHIVE_BUCKET, STREAM) == truth["totals"]["files"] + 1  # + _truth.json
+    specs = tmp_path_factory.mktemp("team_specs")
+    write_stream_specs(specs, STREAM, DATASET, f"s3://{ARCHIVE_BUCKET}/{STREAM}")
     dagster_home = tmp_path_factory.mktemp("team_dagster_home")
     shutil.copy(REPO_ROOT / "dagster.team.yaml", dagster_home / "dagster.yaml")
     env = team_env(postgres, spark_cluster, rest_catalog, moto, data_dir, dagster_home)
+    env[settings.SPECS_ENV] = str(specs)
     command = [
         sys.executable,
         "-m",
@@ -393,8 +407,8 @@ def test_the_run_is_recorded_in_postgresql(team_backfill: TeamBackfill, postgres
 def test_production_read_back_through_the_rest_catalog_then_reverted(
     team_backfill: TeamBackfill, postgres: Postgres, catalog
 ):
-    shadow = rows_per_day(catalog.load_table("shadow.views_per_title__v2"))
-    production_table = catalog.load_table("prod.views_per_title")
+    shadow = rows_per_day(catalog.load_table(SHADOW))
+    production_table = catalog.load_table(PRODUCTION)
     production = rows_per_day(production_table)
     assert list(production) == DAYS_OF_RANGE
     assert all(rows > 0 for rows in production.values()), production
@@ -416,7 +430,7 @@ def test_production_read_back_through_the_rest_catalog_then_reverted(
     rows = {
         row["partition"].isoformat(): row
         for row in ledger
-        if row["dataset"] == "views_per_title" and row["version"] == "v2" and row["run_id"] == run_id
+        if row["dataset"] == DATASET and row["version"] == "v2" and row["run_id"] == run_id
     }
     assert sorted(rows) == DAYS_OF_RANGE
     for day, row in rows.items():
@@ -428,8 +442,8 @@ def test_production_read_back_through_the_rest_catalog_then_reverted(
         assert row["promoted_snapshot_id"] == promotion.snapshot_id, day
 
     # Reverting is one more commit through the same catalog, from the CLI on the same variables.
-    run_cli(team_backfill.env, [str(CLI), "revert", "--dataset", "views_per_title", "--reason", "team tier"])
-    reverted = catalog.load_table("prod.views_per_title")
+    run_cli(team_backfill.env, [str(CLI), "revert", "--dataset", DATASET, "--reason", "team tier"])
+    reverted = catalog.load_table(PRODUCTION)
     assert reverted.current_snapshot().summary.get(ACTION) == "revert"
     assert reverted.current_snapshot().parent_snapshot_id == promotion.snapshot_id
     assert rows_per_day(reverted) == {}  # the first promotion replaced nothing
@@ -445,12 +459,7 @@ def test_every_table_is_in_the_bucket_and_none_on_disk(
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/")
         for item in page.get("Contents", [])
     }
-    for identifier in (
-        "raw.playback_events",
-        "shadow.views_per_title__v2",
-        "prod.views_per_title",
-        "platform.ledger",
-    ):
+    for identifier in (EVENTS, SHADOW, PRODUCTION, "platform.ledger"):
         table = catalog.load_table(identifier)
         assert table.metadata_location.startswith(f"{rest_catalog.warehouse}/"), identifier
         data_files = [
@@ -465,6 +474,8 @@ def test_every_table_is_in_the_bucket_and_none_on_disk(
     data_dir = Path(team_backfill.env[settings.DATA_DIR_ENV])
     assert not (data_dir / "warehouse").exists()
     assert not list(data_dir.rglob("catalog.db"))
+    # Nor to a local archive: the data directory holds no archive, the events came from the bucket.
+    assert not (data_dir / "archive").exists()
 
 
 def test_duckdb_reads_the_tables_through_the_same_rest_catalog(
@@ -483,10 +494,10 @@ def test_duckdb_reads_the_tables_through_the_same_rest_catalog(
         aws["AWS_SECRET_ACCESS_KEY"],
     )
     shadow = duck.sql(
-        "SELECT CAST(event_date AS VARCHAR), count(*) FROM lake.shadow.views_per_title__v2 GROUP BY 1 ORDER BY 1"
+        f"SELECT CAST(event_date AS VARCHAR), count(*) FROM lake.{SHADOW} GROUP BY 1 ORDER BY 1"
     ).fetchall()
-    assert dict(shadow) == rows_per_day(catalog.load_table("shadow.views_per_title__v2"))
-    (events,) = duck.sql("SELECT count(*) FROM lake.raw.playback_events").fetchone()
+    assert dict(shadow) == rows_per_day(catalog.load_table(SHADOW))
+    (events,) = duck.sql(f"SELECT count(*) FROM lake.{EVENTS}").fetchone()
     assert events == sum(team_backfill.truth["partitions"][day]["written"] for day in DAYS_OF_RANGE)
 
 

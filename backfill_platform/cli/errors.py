@@ -24,7 +24,7 @@ def message_of(error: BaseException) -> str | None:
     from backfill_platform.pipeline.promotion.adopt import AdoptRefused
     from backfill_platform.pipeline.promotion.gate import PromotionRefused
     from backfill_platform.pipeline.promotion.revert import RevertRefused
-    from backfill_platform.pipeline.replay.kinesis import ReplayError
+    from backfill_platform.pipeline.replay.delivery import ReplayError
 
     if isinstance(error, AdoptRefused | PromotionRefused | RevertRefused | ReplayError | ValueError):
         return str(error)

@@ -1,4 +1,4 @@
-"""`backfill-platform replay`: republish validated events to a separate Kinesis stream."""
+"""`backfill-platform replay`: republish validated events to a separate Kinesis stream or Kafka topic."""
 
 from __future__ import annotations
 
@@ -13,31 +13,50 @@ from backfill_platform.cli.app import day_range, main, quiet_dagster, refusals, 
 @click.option("--stream", required=True, help="Stream whose validated events are replayed.")
 @click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
 @click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
-@click.option(
-    "--to-kinesis", "target", required=True, help="Backfill Kinesis stream (declared in the stream spec)."
-)
+@click.option("--to-kinesis", "kinesis", help="Backfill Kinesis stream (declared in the stream spec).")
+@click.option("--to-kafka", "kafka", help="Backfill Kafka topic (declared in the stream spec).")
 @click.option(
     "--max-records-per-second",
     type=click.IntRange(min=1),
-    default=500,
-    show_default=True,
-    help="Rate cap; the target's shard limits (1,000 records and 1 MiB per second each) apply too.",
+    default=None,
+    help="Rate cap [500 for Kinesis, whose shard limits (1,000 records and 1 MiB/s each) apply too; "
+    "20,000 for Kafka].",
+)
+@click.option(
+    "--max-bytes-per-second",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Kafka: a cap on the bytes of keys and values per second [none].",
 )
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path),
     default=None,
-    help="Checkpoint file [data/replay/<stream>/<target>_<start>_<end>.json].",
+    help="Kinesis: checkpoint file [data/replay/<stream>/<target>_<start>_<end>.json]. (Kafka keeps the "
+    "position in its progress topic, in each batch's transaction.)",
 )
-def replay_command(stream: str, start, end, target: str, max_records_per_second: int, checkpoint) -> None:
-    """Republish the validated events of [--start, --end) to a separate Kinesis backfill stream.
+def replay_command(
+    stream: str,
+    start,
+    end,
+    kinesis: str | None,
+    kafka: str | None,
+    max_records_per_second: int | None,
+    max_bytes_per_second: int | None,
+    checkpoint,
+) -> None:
+    """Republish the validated events of [--start, --end) to a separate Kinesis stream or Kafka topic.
 
     Reads the stream's events table (deduplicated, upcast to the latest schema) through PyIceberg, in
     (event_time, event_id) order from one pinned snapshot, and sends each event as one JSON object with
-    its event id as partition key, in PutRecords batches within Kinesis's limits. Refuses the stream's
-    live Kinesis stream and any stream not in its spec's backfill_kinesis_streams. The checkpoint is
-    rewritten after every acknowledged batch: run the same command again to resume after the last one
-    (at least once; a killed replay re-sends at most one batch, so consumers dedupe by event id).
+    its event id as key. Refuses the stream's live stream or topic and any not declared in its spec
+    (backfill_kinesis_streams, backfill_kafka_topics). Run the same command again to resume a stopped one.
+
+    Kinesis (--to-kinesis): PutRecords batches within Kinesis's limits; the checkpoint file is rewritten
+    after every acknowledged batch (at least once: a killed replay re-sends at most one batch, so
+    consumers dedupe by event id). Kafka (--to-kafka, BACKFILL_PLATFORM_KAFKA_BOOTSTRAP): each batch is
+    one transaction that also records the position (exactly once for read_committed consumers); headers
+    name the backfill (backfill, backfill.stream, backfill.range, backfill.run, schema_version).
 
     --end is exclusive, as for `backfill`: --start 2026-10-01 --end 2026-10-03 replays two days.
     """
@@ -51,10 +70,22 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
     )
 
     from backfill_platform.lakehouse.resources import open_catalog
-    from backfill_platform.pipeline.replay.kinesis import KinesisResource, ReplayError
-    from backfill_platform.pipeline.replay.runner import ReplayRequest, check_target, run_replay
+    from backfill_platform.pipeline.kafka_cluster import KafkaResource
+    from backfill_platform.pipeline.replay.delivery import ReplayError
+    from backfill_platform.pipeline.replay.kinesis import KinesisResource
+    from backfill_platform.pipeline.replay.runner import (
+        ReplayRequest,
+        check_target,
+        run_kafka_replay,
+        run_replay,
+    )
     from backfill_platform.specs.loader import load_specs
 
+    if (kinesis is None) == (kafka is None):
+        raise click.UsageError("give one target: --to-kinesis STREAM or --to-kafka TOPIC")
+    sink = "kafka" if kafka else "kinesis"
+    target = kafka or kinesis
+    rate = max_records_per_second or (20_000 if kafka else 500)
     quiet_dagster()
     first, after = day_range(start, end)
     streams = load_specs().streams
@@ -62,10 +93,14 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
         raise click.BadParameter(
             f"unknown stream {stream!r}; known: {sorted(streams)}", param_hint="--stream"
         )
-    request = ReplayRequest(streams[stream], first, after, target, max_records_per_second, checkpoint)
+    request = ReplayRequest(streams[stream], first, after, target, rate, checkpoint, sink=sink)
     # The target is judged before a client exists: a replay to the live stream is refused as such even
     # where no AWS region or credentials are configured (run_replay checks it again).
-    check_target(streams[stream], target)
+    check_target(streams[stream], target, sink)
+    kafka_resource = KafkaResource() if kafka else None
+    where = (
+        f"progress topic {kafka_resource.progress_topic}" if kafka_resource else str(request.checkpoint_path)
+    )
     console = wide_console()
     progress = Progress(
         TextColumn(f"{stream} → {target}"),
@@ -84,9 +119,7 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
         began.append(time.monotonic())
         began.append(state.delivered)
         if state.delivered:
-            console.print(
-                f"resuming after {state.delivered:,} acknowledged events ({request.checkpoint_path})"
-            )
+            console.print(f"resuming after {state.delivered:,} delivered events ({where})")
         progress.add_task("replay", total=state.total, completed=state.delivered, rate=0.0)
 
     def advanced(state, _batch: int) -> None:
@@ -98,19 +131,42 @@ def replay_command(stream: str, start, end, target: str, max_records_per_second:
 
     try:
         with refusals(), progress:
-            result = run_replay(request, KinesisResource().get_client(), open_catalog(), started, advanced)
+            if kafka:
+                result = run_kafka_replay(
+                    request,
+                    kafka_resource,
+                    open_catalog(),
+                    started,
+                    advanced,
+                    max_bytes_per_second=max_bytes_per_second,
+                )
+            else:
+                result = run_replay(
+                    request, KinesisResource().get_client(), open_catalog(), started, advanced
+                )
     except ReplayError as error:
         raise click.ClickException(str(error)) from error
     state = result.checkpoint
     if result.already_done:
+        again = "a replay to another topic or range" if kafka else "delete it to replay again"
         console.print(
             f"already complete: {state.delivered:,} events of {stream} [{state.start}, {state.end}) were "
-            f"delivered to {target} (checkpoint {request.checkpoint_path}; delete it to replay again)"
+            f"delivered to {target} (checkpoint {result.checkpoint_location}; {again})"
         )
         return
+    if kafka:
+        ends = ", ".join(f"{p}: {o:,}" for p, o in sorted(result.end_offsets.items()))
+        delivery = (
+            f"{result.shards} partition(s), {result.calls} transactions, {result.retried_records} records "
+            f"retried; end offsets for read_committed consumers {{{ends}}}"
+        )
+    else:
+        delivery = (
+            f"{result.shards} shard(s), {result.calls} PutRecords calls, {result.retried_records} records "
+            "retried"
+        )
     console.print(
         f"replayed {state.delivered:,} events of {stream} [{state.start}, {state.end}) (exclusive) to "
         f"{target}: {result.sent:,} sent by this run in {result.seconds:.1f} s "
-        f"({result.records_per_second:,.0f} records/s, {result.shards} shard(s), {result.calls} PutRecords "
-        f"calls, {result.retried_records} records retried); checkpoint {request.checkpoint_path}"
+        f"({result.records_per_second:,.0f} records/s, {delivery}); checkpoint {result.checkpoint_location}"
     )

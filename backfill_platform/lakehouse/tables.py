@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse import snapshots
+from backfill_platform.lakehouse.refusals import explain_refusal, refusal_reason
 from backfill_platform.lakehouse.schema import evolve_table
 from backfill_platform.specs.common import check_catalog_name, check_identifier
 
@@ -57,9 +58,16 @@ def ensure_table(
     partitioning = f"PARTITIONED BY ({partitioned_by}) " if partitioned_by else ""
     settings = {**TABLE_PROPERTIES, **(properties or {})}
     listed = ", ".join(f"'{key}'='{value}'" for key, value in settings.items())
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl}) USING iceberg {partitioning}TBLPROPERTIES ({listed})"
-    )
+    try:
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {identifier} ({ddl}) USING iceberg {partitioning}"
+            f"TBLPROPERTIES ({listed})"
+        )
+    except Exception as error:
+        reason = refusal_reason(error)
+        if reason is None:
+            raise
+        raise explain_refusal(spark, identifier, reason) from error
     evolve_table(spark, identifier, columns)
 
 

@@ -45,7 +45,12 @@ from backfill_platform.pipeline.archive.records import (
     iter_records,
     open_archive_file,
 )
-from backfill_platform.pipeline.events.completeness import completeness, format_hours, proves_by_offsets
+from backfill_platform.pipeline.events.completeness import (
+    completeness,
+    format_hours,
+    proves_by_offsets,
+    topic_edges_lookup,
+)
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
@@ -69,6 +74,7 @@ class DayPlan:
     missing_hours: list[datetime]
     settles_at: datetime
     offset_gaps: list[str] = field(default_factory=list)  # Kafka Connect archives: missing offsets
+    proof: str = "ingestion hours"  # what proves the window whole (completeness.DayCompleteness.proof)
     production: dict[str, Row | None] = field(default_factory=dict)  # dataset -> its ledger row
     # A day before the range that a dataset's lookback reads: its latest ingestion (None: never)
     lookback_only: bool = False
@@ -161,7 +167,9 @@ def build_plan(
         on_file(f, total)
     # What each file holds of its Kafka offsets: its records, the damage record of an unreadable one not.
     held = {f.name: counted[f.path] - (f.name in unreadable) for f in files}
-    status = completeness(stream, files, [d.isoformat() for d in days], settings.now(), held)
+    status = completeness(
+        stream, files, [d.isoformat() for d in days], settings.now(), held, edges=topic_edges_lookup(stream)
+    )
     catalog = open_catalog()
     production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
     ingestions = ingestion_rows(catalog, stream.name)
@@ -181,6 +189,7 @@ def build_plan(
                 missing_hours=status[day.isoformat()].missing_hours,
                 settles_at=status[day.isoformat()].horizon,
                 offset_gaps=status[day.isoformat()].gaps,
+                proof=status[day.isoformat()].proof,
                 production={name: rows.get(day) for name, rows in production.items()},
                 lookback_only=day < start,
                 ingestion=latest_ingestion.get(day),
@@ -275,6 +284,9 @@ def plan_summary(plan: Plan) -> list[str]:
             f"[red]{len(gapped)} day(s) have missing Kafka offsets and would fail their `settled` check: "
             + "; ".join(f"{p.day}: {p.offset_gaps[0]}" for p in gapped)
         )
+    proofs = sorted({p.proof for p in plan.days if p.proof != "ingestion hours"})
+    if proofs:
+        lines.append("completeness proven by " + " | ".join(proofs))
     unsettled = [p for p in plan.days if p.settles_at > settings.now()]
     if unsettled:
         lines.append(

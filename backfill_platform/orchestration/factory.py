@@ -24,7 +24,7 @@ from backfill_platform.pipeline.archive.assets import archive_key, build_archive
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
-from backfill_platform.pipeline.replay.job import replay_to_kinesis_job
+from backfill_platform.pipeline.replay.job import replay_to_kafka_job, replay_to_kinesis_job
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset, shadow_key
 from backfill_platform.pipeline.shadow.validate import DIVERGENCE
 from backfill_platform.specs.dataset import DatasetSpec
@@ -36,7 +36,7 @@ def platform_definitions() -> Definitions:
     """What every stream and dataset runs on: resources of the current tier, executor, sensor, jobs."""
     catalog = catalog_from_env()
     return Definitions(
-        jobs=[revert_promotion_job, replay_to_kinesis_job],
+        jobs=[revert_promotion_job, replay_to_kinesis_job, replay_to_kafka_job],
         sensors=[automation_sensor()],
         resources={"catalog": catalog, "spark": spark_from_env(catalog)},
         # Spark steps share the run's session: one JVM per run, not one per step. The executor also

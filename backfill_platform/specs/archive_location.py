@@ -35,6 +35,27 @@ class KafkaConnectSpec(SpecModel):
             "`_kafka_offset` is null (a record's position in its file no longer tells its offset)."
         ),
     )
+    edges_from_topic: bool = Field(
+        default=False,
+        description=(
+            "Also prove each read window's edges against the live topic (`topic`, on the cluster of "
+            "BACKFILL_PLATFORM_KAFKA_BOOTSTRAP): per partition, the broker's offsets for the window's start "
+            "and end times must be the first and last offsets its files hold, so a file lost at a window's "
+            "edge is named like one lost inside it. Needs files in the hour of their records' Kafka "
+            "timestamps (TimeBasedPartitioner, timestamp.extractor=Record). A partition the topic no longer "
+            "retains, or a topic that cannot be asked, falls back to the files' own offsets; the settled "
+            "check says which proof it used."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _edges_need_the_topic(self) -> KafkaConnectSpec:
+        if self.edges_from_topic and (self.topic is None or self.offsets_have_gaps):
+            raise ValueError(
+                "edges_from_topic needs `topic` (the live topic to ask) and contiguous offsets "
+                "(offsets_have_gaps: false)"
+            )
+        return self
 
 
 class ArchiveSpec(SpecModel):

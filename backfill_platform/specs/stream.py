@@ -23,7 +23,7 @@ from backfill_platform.specs.common import (
     column_name,
 )
 from backfill_platform.specs.durations import HOUR, parse_duration
-from backfill_platform.specs.kinesis import KinesisStreamName, check_replay_targets
+from backfill_platform.specs.replay_targets import KafkaTopicName, KinesisStreamName, check_replay_targets
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
 TimeFormat = Literal["iso8601", "epoch_seconds", "epoch_millis", "epoch_micros"]
@@ -207,6 +207,20 @@ class StreamSpec(SpecModel):
             "one). `backfill-platform replay --to-kinesis` refuses any other name."
         ),
     )
+    live_kafka_topic: KafkaTopicName | None = Field(
+        default=None,
+        description=(
+            "Name of the stream's live Kafka topic. `backfill-platform replay --to-kafka` always refuses "
+            "to write to it: a replay goes to a separate backfill topic."
+        ),
+    )
+    backfill_kafka_topics: list[KafkaTopicName] = Field(
+        default_factory=list,
+        description=(
+            "Kafka topics a replay of this stream may write to (an allow-list; the live topic cannot be "
+            "one). `backfill-platform replay --to-kafka` refuses any other name."
+        ),
+    )
 
     @field_validator("allowed_lateness", "clock_skew", "refresh_horizon", mode="before")
     @classmethod
@@ -246,6 +260,7 @@ class StreamSpec(SpecModel):
     @model_validator(mode="after")
     def _live_is_not_a_backfill_stream(self) -> StreamSpec:
         check_replay_targets(self.live_kinesis_stream, self.backfill_kinesis_streams)
+        check_replay_targets(self.live_kafka_topic, self.backfill_kafka_topics, "backfill_kafka_topics")
         return self
 
     @model_validator(mode="after")

@@ -36,6 +36,20 @@ class MotoServer:
             "AWS_DEFAULT_REGION": self.region,
         }
 
+    def upload(self, root: Path, bucket: str, prefix: str) -> int:
+        """Every file under `root` as an object `prefix/<relative path>` of `bucket` (created if missing),
+        the layout kept, as an archive's writer leaves it; returns the number of objects."""
+        s3 = self.client("s3")
+        if bucket not in {listed["Name"] for listed in s3.list_buckets()["Buckets"]}:
+            s3.create_bucket(Bucket=bucket)
+        count = 0
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                key = f"{prefix}/{path.relative_to(root).as_posix()}"
+                s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+                count += 1
+        return count
+
     def client(self, service: str):
         import boto3
 

@@ -35,9 +35,15 @@ def write_stream_copy(
     shutil.copytree(data_dir / "archive" / "playback", target)
     for hour in drop_hours:
         shutil.rmtree(target.joinpath(*hour))
+    write_stream_specs(specs_dir, stream, dataset, f"archive/{stream}")
+
+
+def write_stream_specs(specs_dir: Path, stream: str, dataset: str, location: str) -> None:
+    """The demo stream declared as `stream` with its archive at `location` (a data-directory path or
+    `s3://bucket/prefix`), and the demo dataset on it as `dataset`: a team's spec folder."""
     stream_spec = builtin_spec_data("playback")
     stream_spec["name"] = stream
-    stream_spec["archive"]["location"] = f"archive/{stream}"
+    stream_spec["archive"]["location"] = location
     dataset_spec = builtin_spec_data("views_per_title")
     dataset_spec["name"] = dataset
     dataset_spec["source_stream"] = stream

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backfill_platform.devtools.rest_catalog.classpath import MAIN_CLASS, classpath
+from backfill_platform.devtools.tool_jars import java_binary
 
 STARTUP_TIMEOUT_SECONDS = 90
 # Jetty's line once it listens: `Started oejs.ServerConnector@…{HTTP/1.1, (http/1.1)}{0.0.0.0:36657}`.
@@ -67,11 +68,6 @@ def server_env(
     if region:
         env["CATALOG_CLIENT_REGION"] = region
     return env
-
-
-def java_binary() -> str:
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin" / "java") if home else "java"
 
 
 @contextmanager

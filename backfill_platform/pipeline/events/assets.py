@@ -21,7 +21,7 @@ from backfill_platform.pipeline.events.checks import (
     schema_check,
     settled_check,
 )
-from backfill_platform.pipeline.events.completeness import completeness
+from backfill_platform.pipeline.events.completeness import completeness, topic_edges_lookup
 from backfill_platform.pipeline.events.days_before import days_before
 from backfill_platform.pipeline.events.ingest import (
     REASONS,
@@ -134,6 +134,7 @@ def build_events_asset(
                     settings.now(),
                     result.file_records,
                     result.sequence_gaps,
+                    topic_edges_lookup(spec),
                 ),
             ),
         ]

@@ -141,6 +141,7 @@ def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[Da
             "gaps": MetadataValue.text("; ".join(status.gaps) or "none"),
             "hours_still_to_come": len(status.pending_hours),
             "problem": MetadataValue.text(status.problem() or "none"),
+            "proof": MetadataValue.text(status.proof),
         }
         verdicts.append(DayVerdict(SETTLED, day, status.settled or provisional, metadata))
     return verdicts

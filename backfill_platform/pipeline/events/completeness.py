@@ -9,18 +9,27 @@ final (a spec may allow *provisional* promotion of days whose horizon has not pa
 
 An archive written by Kafka Connect proves more than hours can: per Kafka partition its files' offsets
 must be contiguous (`archive.kafka_connect`), so a quiet hour is no problem and a lost file always is.
-Producers that number their records prove it the same way, inside the payload (`sequence`,
-`sequences.py`).
+With `edges_from_topic`, the live topic's offsets for the window's start and end times must also be the
+first and last its files hold (`archive.topic_edges`): a file lost at a window's edge is seen too. Producers
+that number their records prove it the same way, inside the payload (`sequence`, `sequences.py`). Each day
+says which proof it got (`proof`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from backfill_platform.pipeline.archive.kafka_connect import offset_problems
+from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_problems
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
+from backfill_platform.pipeline.archive.topic_edges import (
+    TopicUnreachable,
+    WindowEdges,
+    edge_problems,
+    window_edges,
+)
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import HOUR, day_bounds, midnight
 from backfill_platform.specs.stream import StreamSpec
@@ -37,6 +46,7 @@ class DayCompleteness:
     pending_hours: list[datetime] = field(default_factory=list)  # not due yet
     # Missing Kafka offsets or producers' sequence numbers, each naming its files.
     gaps: list[str] = field(default_factory=list)
+    proof: str = "ingestion hours"  # what proved (or would prove) the window has no hole
 
     @property
     def settled(self) -> bool:
@@ -73,6 +83,20 @@ def proves_by_offsets(spec: StreamSpec) -> bool:
     return kafka is not None and not kafka.offsets_have_gaps
 
 
+EdgesLookup = Callable[[str, datetime, datetime], WindowEdges]
+
+
+def topic_edges_lookup(spec: StreamSpec) -> EdgesLookup | None:
+    """How to ask the live topic for a window's edges, when the spec wants it (None otherwise)."""
+    kafka = spec.archive.kafka_connect
+    if kafka is None or not kafka.edges_from_topic:
+        return None
+    from backfill_platform.pipeline.kafka_cluster import KafkaResource
+
+    config = KafkaResource().client_config()
+    return lambda topic, start, end: window_edges(config, topic, start, end)
+
+
 def completeness(
     spec: StreamSpec,
     files: Iterable[ArchiveFile],
@@ -80,11 +104,13 @@ def completeness(
     now: datetime,
     file_records: dict[str, int] | None = None,
     sequence_gaps: dict[str, list[str]] | None = None,
+    edges: EdgesLookup | None = None,
 ) -> dict[str, DayCompleteness]:
     """Each day's completeness, given the archive files listed for its read window.
 
     Where offsets prove it (`proves_by_offsets`), `file_records` holds each file's record count and a
-    day's hours may be empty; its read window's files must hold contiguous offsets instead. Where the
+    day's hours may be empty; its read window's files must hold contiguous offsets instead, and with
+    `edges` (`topic_edges_lookup`) begin and end where the live topic says the window does. Where the
     producers number their records (`sequence`), `sequence_gaps` holds each day's holes (`sequences.py`)
     and hours may be empty too.
     """
@@ -96,11 +122,19 @@ def completeness(
         needed = required_hours(spec, date.fromisoformat(day))
         due = [h for h in needed if h + HOUR <= now]
         horizon = day_horizon(spec, date.fromisoformat(day))
-        gaps = []
+        gaps: list[str] = []
+        proof = "sequence numbers" if spec.sequence is not None else "ingestion hours"
         if by_offsets:
-            window = set(hours(*read_window(spec, *day_bounds(date.fromisoformat(day)))))
+            low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
+            window = set(hours(low, high))
             names = [f.name for f in files if _utc(f.ingestion_hour) in window]
             gaps = offset_problems(names, file_records or {}, spec.archive.kafka_connect.topic)
+            proof = "Kafka offsets inside the files"
+            if edges is not None and window:
+                # The window's files are those of whole ingestion hours: its edges are theirs.
+                first_hour, after = min(window), max(window) + HOUR
+                edge_gaps, proof = _edges(spec, edges, names, file_records or {}, first_hour, after)
+                gaps += edge_gaps
         gaps += (sequence_gaps or {}).get(day, [])
         hours_matter = not (spec.allow_empty_hours or by_offsets or spec.sequence is not None)
         result[day] = DayCompleteness(
@@ -110,8 +144,36 @@ def completeness(
             missing_hours=[h for h in due if h not in present] if hours_matter else [],
             pending_hours=[h for h in needed if h + HOUR > now],
             gaps=gaps,
+            proof=proof,
         )
     return result
+
+
+def _edges(
+    spec: StreamSpec,
+    edges: EdgesLookup,
+    names: list[str],
+    records: dict[str, int],
+    low: datetime,
+    high: datetime,
+) -> tuple[list[str], str]:
+    """The window's edge problems against the live topic, and the proof they amount to."""
+    topic = spec.archive.kafka_connect.topic
+    try:
+        found = edges(topic, low, high)
+    except TopicUnreachable as error:
+        logging.getLogger(__name__).warning("no edge proof for %s: %s", spec.name, error)
+        return [], f"Kafka offsets inside the files only (the topic could not be asked: {error})"
+    by_partition: dict[int, list[tuple[str, int, int]]] = {}
+    for name in names:
+        parsed = kafka_file(name)
+        if parsed is not None and parsed.topic == topic and name in records:
+            by_partition.setdefault(parsed.partition, []).append((name, parsed.start_offset, records[name]))
+    proof = f"Kafka offsets inside the files and at the window's edges (topic {topic!r})"
+    if found.beyond_retention:
+        listed = ", ".join(str(p) for p in found.beyond_retention)
+        proof += f"; partitions {listed} inside the files only (beyond the topic's retention)"
+    return edge_problems(found, by_partition), proof
 
 
 def format_hours(values: list[datetime]) -> str:

@@ -1,23 +1,67 @@
-"""The replay as a Dagster job: the same request as `backfill-platform replay`, as typed run config."""
+"""The replays as Dagster jobs: the same requests as `backfill-platform replay`, as typed run config."""
 
 import time
+from collections.abc import Callable
 from datetime import date
 
 from dagster import Config, Failure, MetadataValue, OpExecutionContext, Output, job, op
 from pydantic import Field
 
-from backfill_platform.pipeline.replay.kinesis import KinesisResource, ReplayError
-from backfill_platform.pipeline.replay.runner import DEFAULT_MAX_RECORDS_PER_SECOND, ReplayRequest, run_replay
+from backfill_platform.pipeline.kafka_cluster import KafkaResource
+from backfill_platform.pipeline.replay.delivery import ReplayError
+from backfill_platform.pipeline.replay.kinesis import KinesisResource
+from backfill_platform.pipeline.replay.runner import (
+    DEFAULT_MAX_RECORDS_PER_SECOND,
+    ReplayRequest,
+    ReplayResult,
+    run_kafka_replay,
+    run_replay,
+)
 
 PROGRESS_LOG_SECONDS = 10.0
+DEFAULT_KAFKA_RECORDS_PER_SECOND = 20_000
 
 
-class ReplayConfig(Config):
+class ReplayRangeConfig(Config):
     stream: str = Field(description="Stream whose validated events are replayed, e.g. `playback`.")
     start: str = Field(description="First event-time day replayed (UTC), `YYYY-MM-DD`.")
     end: str = Field(
         description="Day after the last one replayed (exclusive, as for backfills), `YYYY-MM-DD`."
     )
+    max_failure_rate: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="Circuit breaker: stop when this share of records failed over the last calls.",
+    )
+    breaker_window: int = Field(default=20, ge=1, description="Circuit breaker: calls it looks back over.")
+
+    def _request(self, target: str, rate: int, sink: str, checkpoint: str | None = None) -> ReplayRequest:
+        from pathlib import Path
+
+        from backfill_platform.specs.loader import load_specs
+
+        streams = load_specs().streams
+        if self.stream not in streams:
+            raise ValueError(f"unknown stream {self.stream!r}; known: {sorted(streams)}")
+        try:
+            start, end = date.fromisoformat(self.start), date.fromisoformat(self.end)
+        except ValueError as error:
+            raise ValueError(f"start and end must be YYYY-MM-DD dates: {error}") from error
+        return ReplayRequest(
+            spec=streams[self.stream],
+            start=start,
+            end=end,
+            target=target,
+            max_records_per_second=rate,
+            checkpoint=Path(checkpoint) if checkpoint else None,
+            breaker_window=self.breaker_window,
+            max_failure_rate=self.max_failure_rate,
+            sink=sink,  # type: ignore[arg-type]
+        )
+
+
+class ReplayConfig(ReplayRangeConfig):
     to_kinesis: str = Field(
         description=(
             "Kinesis stream written to: one of the stream spec's `backfill_kinesis_streams`, never its "
@@ -36,48 +80,30 @@ class ReplayConfig(Config):
             "replay with an unfinished checkpoint resumes after its last acknowledged batch."
         ),
     )
-    max_failure_rate: float = Field(
-        default=0.5,
-        gt=0,
-        le=1,
-        description="Circuit breaker: stop when this share of records failed over the last calls.",
-    )
-    breaker_window: int = Field(default=20, ge=1, description="Circuit breaker: calls it looks back over.")
 
     def request(self) -> ReplayRequest:
-        from pathlib import Path
+        return self._request(self.to_kinesis, self.max_records_per_second, "kinesis", self.checkpoint)
 
-        from backfill_platform.specs.loader import load_specs
 
-        streams = load_specs().streams
-        if self.stream not in streams:
-            raise ValueError(f"unknown stream {self.stream!r}; known: {sorted(streams)}")
-        try:
-            start, end = date.fromisoformat(self.start), date.fromisoformat(self.end)
-        except ValueError as error:
-            raise ValueError(f"start and end must be YYYY-MM-DD dates: {error}") from error
-        return ReplayRequest(
-            spec=streams[self.stream],
-            start=start,
-            end=end,
-            target=self.to_kinesis,
-            max_records_per_second=self.max_records_per_second,
-            checkpoint=Path(self.checkpoint) if self.checkpoint else None,
-            breaker_window=self.breaker_window,
-            max_failure_rate=self.max_failure_rate,
+class KafkaReplayConfig(ReplayRangeConfig):
+    to_kafka: str = Field(
+        description=(
+            "Kafka topic written to: one of the stream spec's `backfill_kafka_topics`, never its "
+            "`live_kafka_topic`. It must exist (a replay never creates its target)."
         )
+    )
+    max_records_per_second: int = Field(
+        default=DEFAULT_KAFKA_RECORDS_PER_SECOND, ge=1, description="Rate cap (records/s)."
+    )
+    max_bytes_per_second: int | None = Field(
+        default=None, ge=1, description="Cap on the bytes of keys and values per second (none by default)."
+    )
+
+    def request(self) -> ReplayRequest:
+        return self._request(self.to_kafka, self.max_records_per_second, "kafka")
 
 
-@op(description="Republish validated events of [start, end) to a separate Kinesis backfill stream.")
-def replay_to_kinesis_op(
-    context: OpExecutionContext, config: ReplayConfig, kinesis: KinesisResource
-) -> Output:
-    from backfill_platform.lakehouse.resources import open_catalog
-
-    try:
-        request = config.request()
-    except ValueError as error:
-        raise Failure(str(error)) from error
+def _progress_logs(context: OpExecutionContext) -> tuple[Callable, Callable]:
     last_log = [time.monotonic()]
 
     def started(state) -> None:
@@ -89,12 +115,12 @@ def replay_to_kinesis_op(
     def progressed(state, _batch: int) -> None:
         if time.monotonic() - last_log[0] >= PROGRESS_LOG_SECONDS:
             last_log[0] = time.monotonic()
-            context.log.info(f"{state.delivered:,} / {state.total:,} events acknowledged")
+            context.log.info(f"{state.delivered:,} / {state.total:,} events delivered")
 
-    try:
-        result = run_replay(request, kinesis.get_client(), open_catalog(), started, progressed)
-    except (ReplayError, ValueError) as error:
-        raise Failure(str(error)) from error
+    return started, progressed
+
+
+def _output(result: ReplayResult, **extra) -> Output:
     state = result.checkpoint
     summary = {
         "delivered": state.delivered,
@@ -110,20 +136,70 @@ def replay_to_kinesis_op(
             "total": state.total,
             "snapshot_id": str(state.snapshot_id),
             "target": state.target,
-            "shards": result.shards,
             "calls": result.calls,
             "retried_records": result.retried_records,
-            "checkpoint": MetadataValue.path(str(request.checkpoint_path)),
+            **extra,
         },
+    )
+
+
+@op(description="Republish validated events of [start, end) to a separate Kinesis backfill stream.")
+def replay_to_kinesis_op(
+    context: OpExecutionContext, config: ReplayConfig, kinesis: KinesisResource
+) -> Output:
+    from backfill_platform.lakehouse.resources import open_catalog
+
+    try:
+        request = config.request()
+        result = run_replay(request, kinesis.get_client(), open_catalog(), *_progress_logs(context))
+    except (ReplayError, ValueError) as error:
+        raise Failure(str(error)) from error
+    return _output(result, shards=result.shards, checkpoint=MetadataValue.path(str(request.checkpoint_path)))
+
+
+@op(description="Republish validated events of [start, end) to a Kafka backfill topic, exactly once.")
+def replay_to_kafka_op(
+    context: OpExecutionContext, config: KafkaReplayConfig, kafka: KafkaResource
+) -> Output:
+    from backfill_platform.lakehouse.resources import open_catalog
+
+    try:
+        result = run_kafka_replay(
+            config.request(),
+            kafka,
+            open_catalog(),
+            *_progress_logs(context),
+            run_id=context.run_id,
+            max_bytes_per_second=config.max_bytes_per_second,
+        )
+    except (ReplayError, ValueError) as error:
+        raise Failure(str(error)) from error
+    return _output(
+        result,
+        partitions=result.shards,
+        end_offsets=MetadataValue.json({str(p): o for p, o in sorted(result.end_offsets.items())}),
+        checkpoint=result.checkpoint_location,
     )
 
 
 @job(
     description=(
         "Online replay: republish a stream's validated events of [start, end) to a separate Kinesis "
-        "backfill stream, throttled, resumable from its checkpoint (the CLI's `replay`)."
+        "backfill stream, throttled, resumable from its checkpoint (the CLI's `replay --to-kinesis`)."
     ),
     resource_defs={"kinesis": KinesisResource()},
 )
 def replay_to_kinesis_job() -> None:
     replay_to_kinesis_op()
+
+
+@job(
+    description=(
+        "Online replay: republish a stream's validated events of [start, end) to a Kafka backfill topic, "
+        "each batch one transaction with its position: exactly once for read_committed consumers, "
+        "resumable (the CLI's `replay --to-kafka`)."
+    ),
+    resource_defs={"kafka": KafkaResource()},
+)
+def replay_to_kafka_job() -> None:
+    replay_to_kafka_op()

@@ -12,27 +12,28 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from dagster import ConfigurableResource
 from pydantic import Field
+
+from backfill_platform.pipeline.replay import checkpoint as checkpoints
+from backfill_platform.pipeline.replay.delivery import (
+    CircuitBreaker,
+    CircuitOpen,
+    DeliveryStats,
+    Pacer,
+    ReplayError,
+)
+from backfill_platform.pipeline.replay.source import Event
 
 MAX_RECORDS_PER_CALL = 500
 MAX_BYTES_PER_CALL = 5 << 20
 MAX_RECORD_BYTES = 1 << 20
 SHARD_RECORDS_PER_SECOND = 1000
 SHARD_BYTES_PER_SECOND = 1 << 20
-
-
-class ReplayError(RuntimeError):
-    """The replay cannot go on (a refused target, a record too large, a batch never acknowledged)."""
-
-
-class CircuitOpen(ReplayError):
-    """Too many failed writes over the recent calls: the replay stops rather than hammer the stream."""
 
 
 class KinesisResource(ConfigurableResource):
@@ -73,70 +74,6 @@ class KinesisResource(ConfigurableResource):
             aws_session_token=self.aws_session_token,
             config=BotoConfig(retries={"max_attempts": self.max_attempts, "mode": "standard"}),
         )
-
-
-class Pacer:
-    """At most `rate` units per second on average: each acquisition books the next slot of the clock.
-
-    A call of n units starts no earlier than the end of the previous booking and books n / rate
-    seconds, so over any interval the units sent exceed `rate` x interval by at most one call's worth.
-    """
-
-    def __init__(
-        self,
-        rate: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if rate <= 0:
-            raise ValueError(f"rate must be positive, got {rate}")
-        self.rate, self.clock, self.sleep = rate, clock, sleep
-        self.next_free = clock()
-
-    def acquire(self, units: float) -> None:
-        now = self.clock()
-        start = max(now, self.next_free)
-        if start > now:
-            self.sleep(start - now)
-        self.next_free = start + units / self.rate
-
-
-@dataclass
-class CircuitBreaker:
-    """Opens when, over the last `window` calls (at least `min_calls`), the share of records that
-    failed (a call that raised counts all its records as failed) exceeds `max_failure_rate`."""
-
-    window: int = 20
-    min_calls: int = 5
-    max_failure_rate: float = 0.5
-    calls: deque = field(default_factory=deque)
-    last_errors: deque = field(default_factory=lambda: deque(maxlen=3))
-
-    def record(self, sent: int, failed: int, error: str | None = None) -> None:
-        self.calls.append((sent, failed))
-        while len(self.calls) > self.window:
-            self.calls.popleft()
-        if error and error not in self.last_errors:
-            self.last_errors.append(error)
-
-    @property
-    def failure_rate(self) -> float:
-        sent = sum(s for s, _ in self.calls)
-        return sum(f for _, f in self.calls) / sent if sent else 0.0
-
-    @property
-    def open(self) -> bool:
-        return len(self.calls) >= self.min_calls and self.failure_rate > self.max_failure_rate
-
-
-@dataclass
-class WriterStats:
-    calls: int = 0
-    records: int = 0
-    bytes: int = 0
-    retried_records: int = 0
-    failed_calls: int = 0
-    throttled_records: int = 0
 
 
 def stream_shards(client: Any, stream: str) -> int:
@@ -184,7 +121,7 @@ class KinesisWriter:
         self.breaker = breaker or CircuitBreaker()
         self.max_attempts, self.backoff_base, self.backoff_cap = max_attempts, backoff_base, backoff_cap
         self.sleep = sleep
-        self.stats = WriterStats()
+        self.stats = DeliveryStats()
 
     @staticmethod
     def entry_size(key: str, data: bytes) -> int:
@@ -251,3 +188,89 @@ class KinesisWriter:
                 f"errors: {'; '.join(self.breaker.last_errors)}"
             )
         self.sleep(self.backoff(attempt))
+
+
+class KinesisSink:
+    """A replay into a Kinesis stream, at least once: a batch is acknowledged by Kinesis, then the
+    checkpoint file is replaced; a replay killed between the two sends that batch again on resume."""
+
+    def __init__(
+        self,
+        client: Any,
+        stream: str,
+        checkpoint: Path,
+        max_records_per_second: int,
+        max_records_per_call: int = MAX_RECORDS_PER_CALL,
+        breaker: CircuitBreaker | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client, self.stream, self.path = client, stream, Path(checkpoint)
+        self.max_records_per_second, self.max_records_per_call = max_records_per_second, max_records_per_call
+        self.breaker, self.sleep = breaker, sleep
+        self.writer: KinesisWriter | None = None
+
+    @property
+    def target(self) -> str:
+        return self.stream
+
+    @property
+    def checkpoint_location(self) -> str:
+        return str(self.path)
+
+    def load(self) -> checkpoints.Checkpoint | None:
+        return checkpoints.load(self.path)
+
+    def open(self) -> int:
+        """The stream's open shards (it must exist and be active); the writer paces for them."""
+        shards = stream_shards(self.client, self.stream)
+        self.writer = KinesisWriter(
+            self.client,
+            self.stream,
+            shards,
+            self.max_records_per_second,
+            max_records_per_call=self.max_records_per_call,
+            breaker=self.breaker,
+            sleep=self.sleep,
+        )
+        return shards
+
+    def save(self, checkpoint: checkpoints.Checkpoint) -> None:
+        checkpoints.save(checkpoint, self.path)
+
+    def batches(self, events: Iterator[Event]) -> Iterator[list[Event]]:
+        return batches_for(events, self._writer())
+
+    def deliver(self, batch: list[Event], after: checkpoints.Checkpoint) -> None:
+        self._writer().put([(event.event_id, event.data) for event in batch])
+        checkpoints.save(after, self.path)
+
+    @property
+    def stats(self) -> DeliveryStats:
+        return self.writer.stats if self.writer is not None else DeliveryStats()
+
+    def end_offsets(self) -> dict[int, int]:
+        return {}  # Kinesis sequence numbers are no counts: nothing to show
+
+    def close(self) -> None:
+        pass
+
+    def _writer(self) -> KinesisWriter:
+        if self.writer is None:
+            raise RuntimeError("KinesisSink.open() first")
+        return self.writer
+
+
+def batches_for(events: Iterator[Event], writer: KinesisWriter) -> Iterator[list[Event]]:
+    """The events in PutRecords batches within the writer's record and byte bounds."""
+    batch: list[Event] = []
+    size = 0
+    for event in events:
+        writer.check_record(event.event_id, event.data)
+        entry = writer.entry_size(event.event_id, event.data)
+        if batch and (len(batch) >= writer.batch_records or size + entry > writer.batch_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(event)
+        size += entry
+    if batch:
+        yield batch

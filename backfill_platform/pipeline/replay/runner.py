@@ -1,31 +1,32 @@
 """One replay: check the target, pin the events snapshot, resume from the checkpoint, write, record.
 
-Delivery is at least once: a batch is checkpointed only once Kinesis acknowledged all of it, so a
-replay killed between the acknowledgement and the checkpoint sends that one batch again on resume,
-never more. Consumers dedupe by event id (the partition key and a field of every record).
+The same for every sink (`delivery.ReplaySink`): the events of the range are read from one pinned snapshot
+of the events table in (event_time, event_id) order, the sink says where a previous run stopped, and gets
+the rest in batches, each delivered together with the position after it. Kinesis (`kinesis.py`) is at least
+once: a replay killed between Kinesis's acknowledgement and the checkpoint sends that one batch again on
+resume, never more, and consumers dedupe by event id. Kafka (`kafka.py`) is exactly once for
+`read_committed` consumers: a batch and its position are one transaction.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from backfill_platform import settings
 from backfill_platform.pipeline.replay import checkpoint as checkpoints
-from backfill_platform.pipeline.replay.kinesis import (
-    CircuitBreaker,
-    KinesisWriter,
-    ReplayError,
-    stream_shards,
-)
+from backfill_platform.pipeline.replay.delivery import CircuitBreaker, ReplayError, ReplaySink
+from backfill_platform.pipeline.replay.kinesis import KinesisSink
 from backfill_platform.pipeline.replay.source import Event, EventSource
 from backfill_platform.specs.stream import StreamSpec
 
 DEFAULT_MAX_RECORDS_PER_SECOND = 500
+Sink = Literal["kinesis", "kafka"]
 
 
 class ReplayRefused(ValueError):
@@ -43,6 +44,7 @@ class ReplayRequest:
     max_records_per_call: int = 500
     breaker_window: int = 20
     max_failure_rate: float = 0.5
+    sink: Sink = "kinesis"
 
     @property
     def checkpoint_path(self) -> Path:
@@ -51,53 +53,132 @@ class ReplayRequest:
         name = f"{self.target}_{self.start.isoformat()}_{self.end.isoformat()}.json"
         return settings.data_dir() / "replay" / self.spec.name / name
 
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        return (self.spec.name, self.start.isoformat(), self.end.isoformat(), self.target)
+
+    def breaker(self) -> CircuitBreaker:
+        return CircuitBreaker(window=self.breaker_window, max_failure_rate=self.max_failure_rate)
+
 
 @dataclass
 class ReplayResult:
     request: ReplayRequest
     checkpoint: checkpoints.Checkpoint
-    resumed_from: int  # events already acknowledged when this run started
-    sent: int  # events acknowledged by this run
+    resumed_from: int  # events already delivered when this run started
+    sent: int  # events delivered by this run
     seconds: float
     calls: int = 0
     retried_records: int = 0
-    shards: int = 0
+    shards: int = 0  # Kinesis shards or Kafka partitions of the target
     already_done: bool = False
+    checkpoint_location: str = ""
+    end_offsets: dict[int, int] = dataclasses.field(default_factory=dict)  # Kafka: read_committed ends
 
     @property
     def records_per_second(self) -> float:
         return self.sent / self.seconds if self.seconds else 0.0
 
 
-def check_target(spec: StreamSpec, target: str) -> None:
-    """Refuse the stream's live Kinesis stream and any stream not declared as one of its backfill streams."""
-    if spec.live_kinesis_stream is not None and target == spec.live_kinesis_stream:
+def check_target(spec: StreamSpec, target: str, sink: Sink = "kinesis") -> None:
+    """Refuse the stream's live stream or topic and any one not declared as a backfill target."""
+    if sink == "kafka":
+        live, allowed, kind = spec.live_kafka_topic, spec.backfill_kafka_topics, "Kafka topic"
+        live_field, allowed_field = "live_kafka_topic", "backfill_kafka_topics"
+    else:
+        live, allowed, kind = spec.live_kinesis_stream, spec.backfill_kinesis_streams, "Kinesis stream"
+        live_field, allowed_field = "live_kinesis_stream", "backfill_kinesis_streams"
+    if live is not None and target == live:
         raise ReplayRefused(
-            f"{target!r} is the live Kinesis stream of {spec.name!r} (live_kinesis_stream): a replay never "
-            "writes to the live stream; replay to one of its backfill_kinesis_streams "
-            f"({', '.join(spec.backfill_kinesis_streams) or 'none declared'})"
+            f"{target!r} is the live {kind} of {spec.name!r} ({live_field}): a replay never writes to the "
+            f"live one; replay to one of its {allowed_field} ({', '.join(allowed) or 'none declared'})"
         )
-    if target not in spec.backfill_kinesis_streams:
+    if target not in allowed:
+        what = "backfill topic" if sink == "kafka" else "backfill stream"
         raise ReplayRefused(
-            f"{target!r} is not declared as a backfill stream of {spec.name!r}; declared: "
-            f"{', '.join(spec.backfill_kinesis_streams) or 'none'} (add it to the stream spec's "
-            "backfill_kinesis_streams)"
+            f"{target!r} is not declared as a {what} of {spec.name!r}; declared: "
+            f"{', '.join(allowed) or 'none'} (add it to the stream spec's {allowed_field})"
         )
 
 
-def _batches(events: Iterator[Event], writer: KinesisWriter) -> Iterator[list[Event]]:
-    batch: list[Event] = []
-    size = 0
-    for event in events:
-        writer.check_record(event.event_id, event.data)
-        entry = writer.entry_size(event.event_id, event.data)
-        if batch and (len(batch) >= writer.batch_records or size + entry > writer.batch_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(event)
-        size += entry
-    if batch:
-        yield batch
+def advanced(state: checkpoints.Checkpoint, batch: list[Event]) -> checkpoints.Checkpoint:
+    """The position after `batch` (a new checkpoint: `state` stays what is recorded until it is)."""
+    last = batch[-1]
+    return dataclasses.replace(
+        state,
+        delivered=state.delivered + len(batch),
+        batches=state.batches + 1,
+        last_event_time=last.event_time.isoformat(),
+        last_event_id=last.event_id,
+    )
+
+
+def replay(
+    request: ReplayRequest,
+    sink: ReplaySink,
+    catalog: Any,
+    on_start: Callable[[checkpoints.Checkpoint], None] = lambda _: None,
+    on_batch: Callable[[checkpoints.Checkpoint, int], None] = lambda _c, _n: None,
+) -> ReplayResult:
+    """Replay [start, end) of the stream's events into `sink`, resuming from its recorded position."""
+    spec = request.spec
+    if request.end <= request.start:
+        raise ReplayRefused(f"end {request.end} must be after start {request.start} (end is exclusive)")
+    if request.max_records_per_second < 1:
+        raise ReplayRefused("max_records_per_second must be at least 1")
+    check_target(spec, request.target, request.sink)
+    where = sink.checkpoint_location
+    try:
+        state = sink.load()
+        if state is not None:
+            state.check_belongs_to(*request.identity, path=where)
+            if state.done:
+                return ReplayResult(
+                    request, state, state.delivered, 0, 0.0, already_done=True, checkpoint_location=where
+                )
+        source = EventSource(catalog, spec, request.start, request.end, state.snapshot_id if state else None)
+        partitions = sink.open()  # the target exists and is writable
+        if state is None:
+            state = checkpoints.Checkpoint(
+                *request.identity, snapshot_id=source.snapshot_id, total=source.count()
+            )
+            sink.save(state)
+        resumed_from = state.delivered
+        on_start(state)
+        began = time.monotonic()
+        try:
+            for batch in sink.batches(source.events(after=state.last_key)):
+                after = advanced(state, batch)
+                sink.deliver(batch, after)
+                state = after
+                on_batch(state, len(batch))
+        except ReplayError as error:  # CircuitOpen stays a CircuitOpen, with the position added
+            raise type(error)(
+                f"{error}. Stopped after {state.delivered:,} of {state.total:,} events (checkpoint {where}); "
+                "run the same replay again to resume"
+            ) from error
+        if state.delivered != state.total:
+            raise ReplayError(
+                f"delivered {state.delivered:,} events but snapshot {state.snapshot_id} holds {state.total:,} "
+                f"for the range (checkpoint {where}): the checkpoint does not match the table"
+            )
+        state = dataclasses.replace(state, done=True)
+        sink.save(state)
+        seconds = time.monotonic() - began
+        return ReplayResult(
+            request,
+            state,
+            resumed_from,
+            state.delivered - resumed_from,
+            seconds,
+            calls=sink.stats.calls,
+            retried_records=sink.stats.retried_records,
+            shards=partitions,
+            checkpoint_location=where,
+            end_offsets=sink.end_offsets(),
+        )
+    finally:
+        sink.close()
 
 
 def run_replay(
@@ -108,64 +189,41 @@ def run_replay(
     on_batch: Callable[[checkpoints.Checkpoint, int], None] = lambda _c, _n: None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReplayResult:
-    """Replay [start, end) of the stream's events to `target`, resuming from the checkpoint if any."""
-    spec, path = request.spec, request.checkpoint_path
-    if request.end <= request.start:
-        raise ReplayRefused(f"end {request.end} must be after start {request.start} (end is exclusive)")
-    if request.max_records_per_second < 1:
-        raise ReplayRefused("max_records_per_second must be at least 1")
-    check_target(spec, request.target)
-    identity = (spec.name, request.start.isoformat(), request.end.isoformat(), request.target)
-    state = checkpoints.load(path)
-    if state is not None:
-        state.check_belongs_to(*identity, path=path)
-        if state.done:
-            return ReplayResult(request, state, state.delivered, 0, 0.0, already_done=True)
-    source = EventSource(catalog, spec, request.start, request.end, state.snapshot_id if state else None)
-    shards = stream_shards(client, request.target)  # the target exists and is writable
-    if state is None:
-        state = checkpoints.Checkpoint(*identity, snapshot_id=source.snapshot_id, total=source.count())
-        checkpoints.save(state, path)
-    writer = KinesisWriter(
+    """Replay to Kinesis through `client` (boto3), its checkpoint in the request's file."""
+    sink = KinesisSink(
         client,
         request.target,
-        shards,
+        request.checkpoint_path,
         request.max_records_per_second,
         max_records_per_call=request.max_records_per_call,
-        breaker=CircuitBreaker(window=request.breaker_window, max_failure_rate=request.max_failure_rate),
+        breaker=request.breaker(),
         sleep=sleep,
     )
-    resumed_from = state.delivered
-    on_start(state)
-    began = time.monotonic()
-    try:
-        for batch in _batches(source.events(after=state.last_key), writer):
-            writer.put([(event.event_id, event.data) for event in batch])
-            last = batch[-1]
-            state.delivered += len(batch)
-            state.batches += 1
-            state.last_event_time, state.last_event_id = last.event_time.isoformat(), last.event_id
-            checkpoints.save(state, path)
-            on_batch(state, len(batch))
-    except ReplayError as error:  # CircuitOpen stays a CircuitOpen, with the position added
-        raise type(error)(
-            f"{error}. Stopped after {state.delivered:,} of {state.total:,} events (checkpoint {path}); "
-            "run the same replay again to resume"
-        ) from error
-    if state.delivered != state.total:
-        raise ReplayError(
-            f"delivered {state.delivered:,} events but snapshot {state.snapshot_id} holds {state.total:,} "
-            f"for the range (checkpoint {path}): the checkpoint does not match the table"
-        )
-    state.done = True
-    checkpoints.save(state, path)
-    return ReplayResult(
-        request,
-        state,
-        resumed_from,
-        state.delivered - resumed_from,
-        time.monotonic() - began,
-        calls=writer.stats.calls,
-        retried_records=writer.stats.retried_records,
-        shards=shards,
+    return replay(request, sink, catalog, on_start, on_batch)
+
+
+def run_kafka_replay(
+    request: ReplayRequest,
+    kafka: Any,
+    catalog: Any,
+    on_start: Callable[[checkpoints.Checkpoint], None] = lambda _: None,
+    on_batch: Callable[[checkpoints.Checkpoint, int], None] = lambda _c, _n: None,
+    run_id: str | None = None,
+    max_bytes_per_second: int | None = None,
+) -> ReplayResult:
+    """Replay to a Kafka topic through `kafka` (a `KafkaResource`), exactly once, its position in the
+    progress topic; `run_id` names the run in the records' headers."""
+    from backfill_platform.pipeline.replay.kafka import KafkaSink
+
+    request = dataclasses.replace(request, sink="kafka")
+    sink = KafkaSink(
+        kafka,
+        request.target,
+        request.identity,
+        request.spec.schema_versions[-1].version,
+        request.max_records_per_second,
+        max_bytes_per_second=max_bytes_per_second,
+        breaker=request.breaker(),
+        run_id=run_id,
     )
+    return replay(request, sink, catalog, on_start, on_batch)
