@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +28,22 @@ def java_binary() -> str:
     """The `java` of JAVA_HOME (the Makefile selects a Java 17), else the one on PATH."""
     home = os.environ.get("JAVA_HOME")
     return str(Path(home) / "bin" / "java") if home else "java"
+
+
+def stop_on_sigterm() -> None:
+    """A supervisor's SIGTERM leaves like Ctrl-C: through the caller's `with`, which stops the tool's JVM."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+
+def serve_in_foreground(process: subprocess.Popen, banner: Sequence[str]) -> int:
+    """Print how to point the platform at a started tool, then wait for it (or for Ctrl-C)."""
+    for line in banner:
+        print(line)
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        return process.wait() or 0
+    except KeyboardInterrupt:
+        return 0
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from backfill_platform import settings
 from backfill_platform.devtools.kafka_broker.broker import kafka_broker
+from backfill_platform.devtools.tool_jars import serve_in_foreground, stop_on_sigterm
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,19 +28,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--state-dir", type=Path, default=None, help="the broker's data and log (default: <data dir>/kafka)"
     )
     args = parser.parse_args(argv)
-    # Stopped by a supervisor (SIGTERM) as by Ctrl-C: leave through the `with`, which stops the broker's JVM.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    stop_on_sigterm()
     state_dir = args.state_dir or settings.data_dir() / "kafka"
     shutil.rmtree(state_dir / "data", ignore_errors=True)
     with kafka_broker(state_dir, port=args.port) as broker:
-        print(f"Kafka broker serving at {broker.bootstrap} (log {broker.log}). Point the platform at it:")
-        print(f"  export {settings.KAFKA_BOOTSTRAP_ENV}={broker.bootstrap}")
-        print("Ctrl-C stops it.", flush=True)
-        try:
-            broker.process.wait()
-        except KeyboardInterrupt:
-            return 0
-    return broker.process.returncode or 0
+        return serve_in_foreground(
+            broker.process,
+            [
+                f"Kafka broker serving at {broker.bootstrap} (log {broker.log}). Point the platform at it:",
+                f"  export {settings.KAFKA_BOOTSTRAP_ENV}={broker.bootstrap}",
+            ],
+        )
 
 
 if __name__ == "__main__":

@@ -9,13 +9,13 @@ the credentials); the bucket must exist. It prints the variables that point the 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from backfill_platform import settings
 from backfill_platform.devtools.rest_catalog.server import rest_catalog_server
+from backfill_platform.devtools.tool_jars import serve_in_foreground, stop_on_sigterm
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,25 +35,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the server's catalog database and log (default: <data dir>/rest-catalog)",
     )
     args = parser.parse_args(argv)
-    # Stopped by a supervisor (SIGTERM) as by Ctrl-C: leave through the `with`, which stops the server's JVM.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    stop_on_sigterm()
     data = settings.data_dir()
     warehouse = args.warehouse or f"file://{data / 'rest-warehouse'}"
     state_dir = args.state_dir or data / "rest-catalog"
     with rest_catalog_server(
         state_dir, warehouse, s3_endpoint=settings.s3_endpoint(), region=settings.aws_region(), port=args.port
     ) as server:
-        print(
-            f"REST catalog serving at {server.uri} (warehouse {warehouse}; log {server.log}). Point the platform at it:"
+        return serve_in_foreground(
+            server.process,
+            [
+                f"REST catalog serving at {server.uri} (warehouse {warehouse}; log {server.log}). "
+                "Point the platform at it:",
+                f"  export {settings.CATALOG_URI_ENV}={server.uri}",
+                f"  export {settings.WAREHOUSE_ENV}={warehouse}",
+            ],
         )
-        print(f"  export {settings.CATALOG_URI_ENV}={server.uri}")
-        print(f"  export {settings.WAREHOUSE_ENV}={warehouse}")
-        print("Ctrl-C stops it.", flush=True)
-        try:
-            server.process.wait()
-        except KeyboardInterrupt:
-            return 0
-    return server.process.returncode or 0
 
 
 if __name__ == "__main__":
