@@ -27,7 +27,6 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from backfill_platform import settings
 from backfill_platform.faults import failpoint
 from backfill_platform.pipeline.kafka_cluster import KafkaResource
 from backfill_platform.pipeline.replay.checkpoint import Checkpoint
@@ -37,6 +36,12 @@ from backfill_platform.pipeline.replay.delivery import (
     DeliveryStats,
     Pacer,
     ReplayError,
+)
+from backfill_platform.pipeline.replay.kafka_progress import (
+    cluster_metadata,
+    ensure_progress_topic,
+    read_position,
+    reader_config,
 )
 from backfill_platform.pipeline.replay.source import Event, iso_utc
 
@@ -90,6 +95,7 @@ class KafkaSink:
             ("schema_version", str(schema_version).encode()),
         ]
         self._stats = DeliveryStats()
+        self.partitions = 0  # known once `open` has asked the broker
         self.producer: Any = None
         self.brokers_down: str | None = None
 
@@ -112,16 +118,16 @@ class KafkaSink:
         last committed position."""
         from confluent_kafka import KafkaException
 
-        self._ensure_progress_topic()
+        ensure_progress_topic(self.kafka)
         self.producer = self._producer()
         try:
             self.producer.init_transactions(self._seconds(self.kafka.transaction_timeout_ms))
         except KafkaException as error:
             raise ReplayError(f"cannot start a transaction at {self._where()}: {error.args[0]}") from None
-        return self._read_position()
+        return read_position(self.kafka, self.key)
 
     def open(self) -> int:
-        metadata = self._metadata(self.topic)
+        metadata = cluster_metadata(self.kafka, self.topic)
         topic = metadata.topics.get(self.topic)
         if topic is None or topic.error is not None:
             raise ReplayError(
@@ -164,13 +170,13 @@ class KafkaSink:
         offset; commit markers take offsets too, so it is no count of records)."""
         from confluent_kafka import Consumer, TopicPartition
 
-        consumer = Consumer(self._reader_config())
+        consumer = Consumer(reader_config(self.kafka))
         try:
             return {
                 partition: consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)[
                     1
                 ]
-                for partition in range(getattr(self, "partitions", 0))
+                for partition in range(self.partitions)
             }
         finally:
             consumer.close()
@@ -286,97 +292,3 @@ class KafkaSink:
                 "log_level": 3,
             }
         )
-
-    def _metadata(self, topic: str | None = None) -> Any:
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({**self.kafka.client_config(), "log_level": 0})
-        try:
-            return admin.list_topics(topic=topic, timeout=10)
-        except KafkaException as error:
-            raise ReplayError(
-                f"cannot reach Kafka at {self.kafka.bootstrap()} "
-                f"({settings.KAFKA_BOOTSTRAP_ENV}): {error.args[0].str()}"
-            ) from None
-
-    def _ensure_progress_topic(self) -> None:
-        """Create the progress topic (compacted, one partition) unless it exists, as Kafka Connect creates
-        its offsets topic."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        name = self.kafka.progress_topic
-        metadata = self._metadata()
-        if name in metadata.topics:
-            return
-        admin = AdminClient({**self.kafka.client_config(), "log_level": 0})
-        replicas = min(3, len(metadata.brokers))
-        wanted = NewTopic(name, 1, replicas, config={"cleanup.policy": "compact"})
-        try:
-            admin.create_topics([wanted])[name].result(30)
-        except KafkaException as error:
-            if error.args[0].name() != "TOPIC_ALREADY_EXISTS":  # another replay created it meanwhile
-                raise ReplayError(
-                    f"cannot create the progress topic {name!r}: {error.args[0].str()}"
-                ) from None
-
-    def _reader_config(self) -> dict[str, Any]:
-        return {
-            **self.kafka.client_config(),
-            "group.id": f"backfill-platform.replay-reader.{uuid.uuid4().hex}",  # never commits
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "log_level": 0,
-        }
-
-    def _read_position(self) -> Checkpoint | None:
-        """The last committed position recorded under this replay's key (None: none yet).
-
-        Read `read_committed` up to the topic's end as it is now, uncommitted records included: other
-        replays share the topic, and one of them may have a transaction open (a batch: usually under a
-        second; one killed mid-batch: until the broker's transaction timeout). A committed reader stops at
-        the first open transaction, and a position of ours committed after it would be missed: so the read
-        waits until everything before the end has been committed or aborted.
-        """
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-        partition = TopicPartition(self.kafka.progress_topic, 0)
-        peek = Consumer({**self._reader_config(), "isolation.level": "read_uncommitted"})
-        try:
-            end = peek.get_watermark_offsets(partition, timeout=10)[1]
-        finally:
-            peek.close()
-        if end == 0:
-            return None  # nothing was ever written to it
-        consumer = Consumer(self._reader_config())
-        found: bytes | None = None
-        deadline = time.monotonic() + 2 * self._seconds(self.kafka.transaction_timeout_ms) + 10
-        try:
-            consumer.assign([TopicPartition(self.kafka.progress_topic, 0, OFFSET_BEGINNING)])
-            while time.monotonic() < deadline:
-                message = consumer.poll(0.5)
-                if message is None:
-                    continue
-                if message.error():
-                    if message.error().code() != KafkaError._PARTITION_EOF:
-                        raise ReplayError(f"cannot read the progress topic: {message.error().str()}")
-                    # The end the committed reader reached: the EOF's offset (its position is unset
-                    # when it read nothing).
-                    reached = max(message.offset(), consumer.position([partition])[0].offset)
-                    if reached >= end:
-                        break
-                    continue
-                if message.key() == self.key:
-                    found = message.value()
-                if message.offset() + 1 >= end:
-                    break
-            else:
-                raise ReplayError(
-                    f"the progress topic {self.kafka.progress_topic!r} has a transaction open for longer than "
-                    "the transaction timeout: cannot tell this replay's position yet"
-                )
-        finally:
-            consumer.close()
-        return Checkpoint(**json.loads(found)) if found else None
