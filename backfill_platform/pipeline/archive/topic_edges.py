@@ -35,44 +35,78 @@ class WindowEdges:
     beyond_retention: list[int]
 
 
-def window_edges(config: dict[str, Any], topic: str, start: datetime, end: datetime) -> WindowEdges:
-    """The window [start, end)'s offsets per partition of `topic`, asked of the cluster `config` names
-    (librdkafka settings: bootstrap servers and security)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+class TopicWindows:
+    """Asks one cluster (`config`: librdkafka settings) for windows' edges, as `window(topic, start, end)`.
 
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": "backfill-platform.window-edges",  # never joins, never commits
-            "enable.auto.commit": False,
-            "log_level": 0,
-        }
-    )
-    try:
-        metadata = consumer.list_topics(topic, timeout=10)
-        described = metadata.topics.get(topic)
+    What does not depend on the window is asked once per topic: its partitions and their watermarks, or
+    why the topic cannot be asked (a broker down costs its timeout once, not once per day of a range).
+    """
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self._known: dict[str, tuple[dict[int, tuple[int, int]], TopicUnreachable | None]] = {}
+
+    def __call__(self, topic: str, start: datetime, end: datetime) -> WindowEdges:
+        from confluent_kafka import Consumer, KafkaException
+
+        watermarks, failure = self._known.get(topic, ({}, None))
+        if failure is not None:
+            raise failure
+        consumer = Consumer(
+            {
+                **self.config,
+                "group.id": "backfill-platform.window-edges",  # never joins, never commits
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
+        try:
+            if not watermarks:
+                watermarks = self._watermarks(consumer, topic)
+                self._known[topic] = (watermarks, None)
+            return _edges(consumer, topic, watermarks, start, end)
+        except KafkaException as error:
+            failure = TopicUnreachable(
+                f"cannot ask {self.config.get('bootstrap.servers')} about topic {topic!r}: "
+                f"{error.args[0].str()}"
+            )
+        except TopicUnreachable as error:
+            failure = error
+        finally:
+            consumer.close()
+        self._known[topic] = ({}, failure)
+        raise failure
+
+    def _watermarks(self, consumer: Any, topic: str) -> dict[int, tuple[int, int]]:
+        """Per partition, its (earliest retained, end) offsets."""
+        from confluent_kafka import TopicPartition
+
+        described = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if described is None or described.error is not None or not described.partitions:
-            raise TopicUnreachable(f"topic {topic!r} is unknown to {config.get('bootstrap.servers')}")
-        partitions = sorted(described.partitions)
-        at_start = _offsets_for(consumer, topic, partitions, start)
-        at_end = _offsets_for(consumer, topic, partitions, end)
-        offsets, beyond = {}, []
-        for partition in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-            first = high if at_start[partition] == _NONE_AFTER else at_start[partition]
-            last = high if at_end[partition] == _NONE_AFTER else at_end[partition]
-            # Retained records older than `start` exist (or none was ever deleted): the window is whole.
-            if low > 0 and first <= low:
-                beyond.append(partition)
-            else:
-                offsets[partition] = (first, last)
-        return WindowEdges(topic, offsets, beyond)
-    except KafkaException as error:
-        raise TopicUnreachable(
-            f"cannot ask {config.get('bootstrap.servers')} about topic {topic!r}: {error.args[0].str()}"
-        ) from None
-    finally:
-        consumer.close()
+            raise TopicUnreachable(f"topic {topic!r} is unknown to {self.config.get('bootstrap.servers')}")
+        return {
+            partition: consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            for partition in sorted(described.partitions)
+        }
+
+
+def _edges(
+    consumer: Any, topic: str, watermarks: dict[int, tuple[int, int]], start: datetime, end: datetime
+) -> WindowEdges:
+    partitions = sorted(watermarks)
+    at_start = _offsets_for(consumer, topic, partitions, start)
+    at_end = _offsets_for(consumer, topic, partitions, end)
+    offsets, beyond = {}, []
+    for partition in partitions:
+        low, high = watermarks[partition]
+        first = high if at_start[partition] == _NONE_AFTER else at_start[partition]
+        last = high if at_end[partition] == _NONE_AFTER else at_end[partition]
+        # Retained records older than `start` exist (or none was ever deleted): the window is whole.
+        if low > 0 and first <= low:
+            beyond.append(partition)
+        else:
+            offsets[partition] = (first, last)
+    return WindowEdges(topic, offsets, beyond)
 
 
 def _offsets_for(consumer: Any, topic: str, partitions: list[int], moment: datetime) -> dict[int, int]:

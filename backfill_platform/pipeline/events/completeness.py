@@ -26,9 +26,9 @@ from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
 from backfill_platform.pipeline.archive.topic_edges import (
     TopicUnreachable,
+    TopicWindows,
     WindowEdges,
     edge_problems,
-    window_edges,
 )
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import HOUR, day_bounds, midnight
@@ -93,8 +93,7 @@ def topic_edges_lookup(spec: StreamSpec) -> EdgesLookup | None:
         return None
     from backfill_platform.pipeline.kafka_cluster import KafkaResource
 
-    config = KafkaResource().client_config()
-    return lambda topic, start, end: window_edges(config, topic, start, end)
+    return TopicWindows(KafkaResource().client_config())
 
 
 def completeness(

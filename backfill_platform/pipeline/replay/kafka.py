@@ -57,6 +57,11 @@ MAX_RECORD_BYTES = 1_000_000
 _BROKERS_DOWN = ("_ALL_BROKERS_DOWN",)
 
 
+def _record_bytes(event: Event) -> int:
+    """What a record weighs against the broker's record limit and the bytes-per-second cap: key + value."""
+    return len(event.event_id.encode()) + len(event.data)
+
+
 def transactional_id(identity: tuple[str, str, str, str]) -> str:
     """One id per replay (stream, range, topic): the same replay resumed fences and aborts its leftovers."""
     stream, start, end, topic = identity
@@ -143,7 +148,7 @@ class KafkaSink:
     def batches(self, events: Iterator[Event]) -> Iterator[list[Event]]:
         batch: list[Event] = []
         for event in events:
-            size = len(event.event_id.encode()) + len(event.data)
+            size = _record_bytes(event)
             if size > MAX_RECORD_BYTES:
                 raise ReplayError(
                     f"event {event.event_id!r} serializes to {len(event.data):,} bytes: above Kafka's default "
@@ -157,7 +162,7 @@ class KafkaSink:
             yield batch
 
     def deliver(self, batch: list[Event], after: Checkpoint) -> None:
-        size = sum(len(e.event_id) + len(e.data) for e in batch)
+        size = sum(_record_bytes(e) for e in batch)
         self.records_pacer.acquire(len(batch))
         if self.bytes_pacer is not None:
             self.bytes_pacer.acquire(size)
