@@ -161,12 +161,15 @@ def build_plan(
     unreadable: list[str] = []
     total = sum(f.size for f in files)
     for f in files:
-        counted[f.path], intact = count_records(f.path, RecordFormat.of(stream.archive), f.reader)
-        if not intact:
-            unreadable.append(f.name)
+        if f.rows is not None:  # an hour of a table archive: its rows from the table's metadata
+            counted[f.name] = f.rows
+        else:
+            counted[f.name], intact = count_records(f.path, RecordFormat.of(stream.archive), f.reader)
+            if not intact:
+                unreadable.append(f.name)
         on_file(f, total)
     # What each file holds of its Kafka offsets: its records, the damage record of an unreadable one not.
-    held = {f.name: counted[f.path] - (f.name in unreadable) for f in files}
+    held = {f.name: counted[f.name] - (f.name in unreadable) for f in files}
     status = completeness(
         stream, files, [d.isoformat() for d in days], settings.now(), held, edges=topic_edges_lookup(stream)
     )
@@ -185,7 +188,7 @@ def build_plan(
                 day=day,
                 window=(low, high),
                 files=window_files,
-                lines=sum(counted[f.path] for f in window_files),
+                lines=sum(counted[f.name] for f in window_files),
                 missing_hours=status[day.isoformat()].missing_hours,
                 settles_at=status[day.isoformat()].horizon,
                 offset_gaps=status[day.isoformat()].gaps,
@@ -204,7 +207,7 @@ def build_plan(
         lines=sum(counted.values()),
         unreadable=unreadable,
         throughput=events_throughput(ingestions),
-        numbers=sample_numbers(stream, files),
+        numbers=sample_numbers(stream, [f for f in files if f.rows is None]),
         refused=refused_entries(stream, archive),
     )
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from backfill_platform import settings
 from backfill_platform.specs.common import SpecModel
@@ -58,12 +58,90 @@ class KafkaConnectSpec(SpecModel):
         return self
 
 
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_TABLE = re.compile(r"^[a-z][a-z0-9_]{0,62}\.[a-z][a-z0-9_]{0,62}$")
+
+
+def check_column_name(value: str) -> str:
+    """A column of an archive table: letters, digits and `_` (`_kafka_metadata_timestamp` included)."""
+    if not _COLUMN.match(value):
+        raise ValueError(f"{value!r} is not a plain column name (letters, digits and '_')")
+    return value
+
+
+def check_table_name(value: str) -> str:
+    if not _TABLE.match(value):
+        raise ValueError(
+            f"{value!r} is not `namespace.table` (lower-case letters, digits and '_', each starting with a letter)"
+        )
+    return value
+
+
+ColumnName = Annotated[str, AfterValidator(check_column_name)]
+IcebergTableName = Annotated[str, AfterValidator(check_table_name)]
+
+
+class KafkaMetadataSpec(SpecModel):
+    """The Kafka record metadata Iceberg's Kafka Connect sink writes with each row
+    (`KafkaMetadataTransform`: `<prefix>_topic`, `_partition`, `_offset`, `_timestamp`)."""
+
+    prefix: ColumnName = Field(default="_kafka_metadata", description="The columns' common prefix.")
+    topic: str | None = Field(
+        default=None, description="The topic whose rows the stream reads (default: all)."
+    )
+    offsets_have_gaps: bool = Field(
+        default=False,
+        description=(
+            "The topic's offsets legitimately skip (compacted or transactional topics, tombstones, records "
+            "the connector dropped): completeness is then proven by ingestion hours instead. Contiguous "
+            "offsets inside a window also need Kafka timestamps that rise with offsets (LogAppendTime)."
+        ),
+    )
+
+    def column(self, name: str) -> str:
+        return f"{self.prefix}_{name}"
+
+
 class ArchiveSpec(SpecModel):
-    location: str = Field(
+    location: str | None = Field(
+        default=None,
         description=(
             "Folder of the archive: absolute, or relative to the data directory; or an S3 prefix "
-            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3)."
-        )
+            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3). Not with `iceberg_table`."
+        ),
+    )
+    iceberg_table: IcebergTableName | None = Field(
+        default=None,
+        description=(
+            "The archive is an Iceberg table of the platform's catalog, `namespace.table` (e.g. written by "
+            "Iceberg's Kafka Connect sink, Firehose or a Flink job), instead of a folder: ingestion hours "
+            "come from `ingestion_time`, a day reads its read window from one pinned snapshot, and an "
+            "hour's data version is the last append that touched it (compactions and expiry change none)."
+        ),
+    )
+    ingestion_time: ColumnName = Field(
+        default="_kafka_metadata_timestamp",
+        description=(
+            "`iceberg_table` only: the column of each row's ingestion time, a timestamp or epoch "
+            "milliseconds (default: the Kafka record timestamp Iceberg's Kafka Connect sink writes)."
+        ),
+    )
+    payload_column: ColumnName | None = Field(
+        default=None,
+        description=(
+            "`iceberg_table` only: a column holding each record as JSON text. Without it, a record is "
+            "its row's other columns written as one JSON object (typed columns; the ingestion and Kafka "
+            "metadata columns left out)."
+        ),
+    )
+    kafka_metadata: KafkaMetadataSpec | None = Field(
+        default=None,
+        description=(
+            "`iceberg_table` only: the rows carry the Kafka Connect sink's record metadata "
+            "(`<prefix>_partition`, `<prefix>_offset`): the events keep `_kafka_partition` and "
+            "`_kafka_offset`, and a day settles only when, per Kafka partition, the offsets of its read "
+            "window's rows are contiguous."
+        ),
     )
     layout: str = Field(
         default="%Y/%m/%d/%H",
@@ -115,15 +193,34 @@ class ArchiveSpec(SpecModel):
         return value
 
     @model_validator(mode="after")
+    def _one_kind(self) -> ArchiveSpec:
+        if (self.location is None) == (self.iceberg_table is None):
+            raise ValueError("give exactly one of 'location' (a folder or S3 prefix) or 'iceberg_table'")
+        if self.iceberg_table is None and (self.payload_column or self.kafka_metadata):
+            raise ValueError("'payload_column' and 'kafka_metadata' apply to an 'iceberg_table' archive only")
+        if self.iceberg_table is not None and self.kafka_connect is not None:
+            raise ValueError(
+                "'kafka_connect' describes Kafka Connect's S3 sink files; for a table written by Iceberg's "
+                "Kafka Connect sink, use 'kafka_metadata'"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _inside_roots(self) -> ArchiveSpec:
-        if self.s3 is None:
+        if self.location is not None and self.s3 is None:
             check_archive_root(self, settings.data_dir())
         return self
 
     @property
     def s3(self) -> tuple[str, str] | None:
-        """(bucket, key prefix without a trailing `/`) of an `s3://` location; None for a local folder."""
-        return parse_s3_location(self.location)
+        """(bucket, key prefix without a trailing `/`) of an `s3://` location; None for a local folder
+        or a table."""
+        return None if self.location is None else parse_s3_location(self.location)
+
+    @property
+    def kafka_offsets(self) -> KafkaConnectSpec | KafkaMetadataSpec | None:
+        """Where the records' Kafka partitions and offsets come from: file names or table columns."""
+        return self.kafka_connect or self.kafka_metadata
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -164,6 +261,8 @@ def check_archive_root(archive: ArchiveSpec, data_dir: Path) -> Path:
     """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots.
 
     An `s3://` location has no local root: it is refused here (see `parse_s3_location`)."""
+    if archive.location is None:
+        raise ValueError(f"the archive is the Iceberg table {archive.iceberg_table!r}, not a folder")
     if parse_s3_location(archive.location) is not None:
         raise ValueError(f"field 'archive.location': {archive.location!r} is in S3, not a local folder")
     location = Path(archive.location)

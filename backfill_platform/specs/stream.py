@@ -371,7 +371,8 @@ EVENTS_METADATA_COLUMNS = [
 ]
 
 
-# Where each event sits in Kafka, for archives written by Kafka Connect (`archive.kafka_connect`).
+# Where each event sits in Kafka, for archives written by Kafka Connect (`archive.kafka_connect`, or a
+# table's `archive.kafka_metadata`).
 KAFKA_COLUMNS = [("_kafka_partition", "int"), ("_kafka_offset", "bigint")]
 
 
@@ -382,5 +383,5 @@ def events_columns(spec: StreamSpec) -> list[tuple[str, str]]:
     session exists; the events ingestion creates and checks the table from the same list.
     """
     payload = [(column_name(path), FIELD_TYPES[kind]) for path, kind in spec.latest.fields.items()]
-    kafka = KAFKA_COLUMNS if spec.archive.kafka_connect is not None else []
+    kafka = KAFKA_COLUMNS if spec.archive.kafka_offsets is not None else []
     return [("event_id", "string"), ("event_time", "timestamp"), *payload, *EVENTS_METADATA_COLUMNS, *kafka]

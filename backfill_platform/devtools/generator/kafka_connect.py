@@ -34,6 +34,15 @@ class KafkaConnectTruth:
     records: int = 0
     duplicates: int = 0
 
+    def add(self, record: dict, partition: int, offset: int, end: date) -> None:
+        """One record read at (partition, offset): kept if its id is new and its day before `end`."""
+        day = _event_day(record)
+        if record["event_id"] in self.events:
+            self.duplicates += 1
+        elif day < end.isoformat():
+            self.events[record["event_id"]] = (partition, offset, day)
+        self.records += 1
+
     def written_per_day(self) -> dict[str, int]:
         days: dict[str, int] = defaultdict(int)
         for _partition, _offset, day in self.events.values():
@@ -65,26 +74,11 @@ def generate_kafka_connect_archive(
     seed: int = 3,
 ) -> KafkaConnectTruth:
     """Write the archive under `root` (`fmt`: `parquet` or `json`, Kafka Connect's JSON lines)."""
-    rng = random.Random(seed)
-    arrivals: dict[int, list[tuple[datetime, dict]]] = defaultdict(list)  # partition -> (ingested, record)
-    first = datetime(start.year, start.month, start.day, tzinfo=UTC)
-    for n in range(days * events_per_day):
-        at = first + timedelta(seconds=rng.uniform(0, days * 86400))
-        event_id = f"kc-{n:07d}"
-        record = _record(event_id, at, 1 if at - first < timedelta(days=1) else 2, rng)
-        partition = zlib.crc32(event_id.encode()) % partitions
-        ingested = at + timedelta(seconds=rng.uniform(0, 60) if rng.random() > 0.05 else rng.uniform(0, 7200))
-        arrivals[partition].append((ingested, record))
-        if rng.random() < 0.02:  # a producer retry: the same payload again, a little later
-            arrivals[partition].append((ingested + timedelta(seconds=rng.uniform(1, 300)), record))
     truth = KafkaConnectTruth()
-    end = first + timedelta(days=days)
-    for partition, records in sorted(arrivals.items()):
-        records.sort(key=lambda r: r[0])
+    for partition, records in arrivals(start, days, events_per_day, partitions, seed).items():
         by_hour: dict[datetime, list[dict]] = defaultdict(list)
         for ingested, record in records:
-            if ingested < end + timedelta(hours=9):  # the archive ends there
-                by_hour[ingested.replace(minute=0, second=0, microsecond=0)].append(record)
+            by_hour[ingested.replace(minute=0, second=0, microsecond=0)].append(record)
         offset = 0
         for hour, hour_records in sorted(by_hour.items()):
             for chunk in _rotated(hour_records, flush_size):
@@ -92,14 +86,33 @@ def generate_kafka_connect_archive(
                 _write(root / name, chunk, fmt)
                 truth.files.append((name, partition, offset, len(chunk)))
                 for i, record in enumerate(chunk):
-                    day = _event_day(record)
-                    if record["event_id"] in truth.events:
-                        truth.duplicates += 1
-                    elif day < (start + timedelta(days=days)).isoformat():
-                        truth.events[record["event_id"]] = (partition, offset + i, day)
-                truth.records += len(chunk)
+                    truth.add(record, partition, offset + i, start + timedelta(days=days))
                 offset += len(chunk)
     return truth
+
+
+def arrivals(
+    start: date, days: int, events_per_day: int, partitions: int = 3, seed: int = 3
+) -> dict[int, list[tuple[datetime, dict]]]:
+    """Per Kafka partition, its records in offset order with their ingestion (Kafka) timestamps, up to
+    the archive's end (9 hours after the last day): the topic the sink consumed."""
+    rng = random.Random(seed)
+    found: dict[int, list[tuple[datetime, dict]]] = defaultdict(list)
+    first = datetime(start.year, start.month, start.day, tzinfo=UTC)
+    for n in range(days * events_per_day):
+        at = first + timedelta(seconds=rng.uniform(0, days * 86400))
+        event_id = f"kc-{n:07d}"
+        record = _record(event_id, at, 1 if at - first < timedelta(days=1) else 2, rng)
+        partition = zlib.crc32(event_id.encode()) % partitions
+        ingested = at + timedelta(seconds=rng.uniform(0, 60) if rng.random() > 0.05 else rng.uniform(0, 7200))
+        found[partition].append((ingested, record))
+        if rng.random() < 0.02:  # a producer retry: the same payload again, a little later
+            found[partition].append((ingested + timedelta(seconds=rng.uniform(1, 300)), record))
+    end = first + timedelta(days=days) + timedelta(hours=9)  # the archive ends there
+    return {
+        partition: [r for r in sorted(records, key=lambda r: r[0]) if r[0] < end]
+        for partition, records in sorted(found.items())
+    }
 
 
 def _rotated(records: list[dict], flush_size: int) -> list[list[dict]]:

@@ -36,25 +36,20 @@ def build_archive_asset(
         partitions_def=partitions,
         group_name=spec.name,
         owners=[spec.owner],
-        description=(
-            f"Raw `{spec.name}` archive as delivered: {spec.archive.format} files "
-            f"({spec.archive.compression}) in hourly ingestion folders `{spec.archive.layout}` under "
-            f"`{spec.archive.location}`. Immutable input. An observation records each hour's manifest; its "
-            "data version changes when a file is added or replaced, which makes the affected event days stale"
-            + (
-                " (objects' keys, sizes and ETags)."
-                if spec.archive.s3 is not None
-                else " (files' names, sizes and modification times)."
-            )
+        description=_description(spec),
+        metadata=(
+            {"iceberg_table": spec.archive.iceberg_table, "ingestion_time": spec.archive.ingestion_time}
+            if spec.archive.iceberg_table
+            else {"layout": spec.archive.layout, "location": spec.archive.location}
         ),
-        metadata={"layout": spec.archive.layout, "location": spec.archive.location},
         automation_condition=automation_condition,
     )
     def _archive(context) -> DataVersionsByPartition:
         now = settings.now()
         full = context.run.tags.get(OBSERVE_ALL_TAG) == "true" or not _observed(context)
         first = observation_start(spec, partitions.start, now, full)
-        files = list_files(archive_for(spec), first, now)
+        archive = archive_for(spec)
+        files = list_files(archive, first, now)
         by_hour = defaultdict(list)
         for f in files:
             by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
@@ -63,9 +58,38 @@ def build_archive_asset(
             f"{spec.name} archive: {len(files)} files, {sum(f.size for f in files):,} bytes "
             f"in {len(by_hour)} ingestion hours since {first:%Y-%m-%d %H:%M}"
         )
+        for removal in getattr(archive, "removals", []):
+            # Never followed (the rows a day was built from stay its rows until it is re-derived on
+            # purpose), never silent.
+            context.log.warning(
+                f"{removal.describe(spec.archive.iceberg_table)}: not treated as new data; days whose read "
+                "windows hold these hours keep what they were built from until re-derived on purpose"
+            )
         return DataVersionsByPartition(versions)
 
     return _archive
+
+
+def _description(spec: StreamSpec) -> str:
+    if spec.archive.iceberg_table is not None:
+        return (
+            f"Raw `{spec.name}` archive as delivered: the Iceberg table `{spec.archive.iceberg_table}`, by "
+            f"ingestion hour of `{spec.archive.ingestion_time}`. An observation reads the table's metadata "
+            "(no data): an hour's data version is the last append that added rows to it, so a late append "
+            "makes the affected event days stale, while a compaction or a snapshot expiry changes nothing; "
+            "an overwrite or delete is reported in the observation's log, never followed."
+        )
+    return (
+        f"Raw `{spec.name}` archive as delivered: {spec.archive.format} files "
+        f"({spec.archive.compression}) in hourly ingestion folders `{spec.archive.layout}` under "
+        f"`{spec.archive.location}`. Immutable input. An observation records each hour's manifest; its "
+        "data version changes when a file is added or replaced, which makes the affected event days stale"
+        + (
+            " (objects' keys, sizes and ETags)."
+            if spec.archive.s3 is not None
+            else " (files' names, sizes and modification times)."
+        )
+    )
 
 
 def observation_start(spec: StreamSpec, first: datetime, now: datetime, full: bool) -> datetime:

@@ -26,6 +26,7 @@ from backfill_platform.specs.stream import StreamSpec
 if TYPE_CHECKING:
     from dagster_aws.s3 import S3Resource
 
+    from backfill_platform.pipeline.archive.iceberg_table import TableArchive
     from backfill_platform.pipeline.archive.s3 import S3Archive, S3ReadConfig
 
 
@@ -41,6 +42,11 @@ class ArchiveFile:
     etag: str | None = None
     # How a Spark task opens `path` when it is not a local file (endpoint, region; never credentials).
     reader: S3ReadConfig | None = None
+    # An hour of a table archive (`archive.iceberg_table`): what identifies its content (its last append,
+    # whatever compactions rewrote since), its rows by the table's metrics, and the snapshot read.
+    content_version: str | None = None
+    rows: int | None = None
+    snapshot_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,15 @@ class UnlistedFile:
 class Archive(Protocol):
     def list_hour(self, hour: datetime) -> list[ArchiveFile]: ...
 
+    def list_range(self, start: datetime, end: datetime) -> list[ArchiveFile]: ...
+
+
+class HourlyListing:
+    """`list_range` of an archive listed hour by hour (folders of files)."""
+
+    def list_range(self, start: datetime, end: datetime) -> list[ArchiveFile]:
+        return [f for hour in hours(start, end) for f in self.list_hour(hour)]  # type: ignore[attr-defined]
+
 
 def hidden(name: str) -> bool:
     """Hadoop's convention: `_SUCCESS`, `.part.crc`, in-progress uploads are not data files."""
@@ -64,7 +79,7 @@ def hidden(name: str) -> bool:
 
 
 @dataclass(frozen=True)
-class LocalArchive:
+class LocalArchive(HourlyListing):
     """An archive in a local folder, in hourly ingestion folders named by `layout` (strftime).
 
     Every non-hidden file of an hour folder is listed whatever its extension: compression is recognised
@@ -174,10 +189,15 @@ def unlisted_reason(folder: str, name: str, layout: str, first_hour: datetime) -
     return None
 
 
-def archive_for(spec: StreamSpec, s3: S3Resource | None = None) -> LocalArchive | S3Archive:
+def archive_for(spec: StreamSpec, s3: S3Resource | None = None) -> LocalArchive | S3Archive | TableArchive:
     """The stream's archive. A local location must resolve inside the configured roots (see the spec);
     an `s3://bucket/prefix` one is listed through `s3` (a dagster-aws `S3Resource`), by default one
-    configured from boto3's standard environment (`archive.s3.s3_resource_from_env`)."""
+    configured from boto3's standard environment (`archive.s3.s3_resource_from_env`); an Iceberg table
+    (`iceberg_table`) through the platform's catalog (`archive.iceberg_table`)."""
+    if spec.archive.iceberg_table is not None:
+        from backfill_platform.pipeline.archive.iceberg_table import table_archive
+
+        return table_archive(spec.archive)
     if spec.archive.s3 is not None:
         from backfill_platform.pipeline.archive.s3 import s3_archive
 
@@ -197,14 +217,19 @@ def hours(start: datetime, end: datetime) -> list[datetime]:
 
 
 def list_files(archive: Archive, start: datetime, end: datetime) -> list[ArchiveFile]:
-    return [f for hour in hours(start, end) for f in archive.list_hour(hour)]
+    """The files (or, for a table, the hours) of the ingestion hours [start, end), in hour order."""
+    return archive.list_range(start, end)
 
 
 def manifest_fingerprint(files: list[ArchiveFile]) -> str:
     """Changes when a file is added, removed or replaced: name, size and modification time of a local
-    file; key, size and ETag of an object (its content, whenever it was written)."""
+    file; key, size and ETag of an object (its content, whenever it was written); the last append of a
+    table's hour (not its size, which a compaction changes)."""
     digest = hashlib.sha256()
     for f in sorted(files, key=lambda f: f.name):
+        if f.content_version is not None:
+            digest.update(f"{f.name}\0{f.content_version}\n".encode())
+            continue
         version = f"etag:{f.etag}" if f.etag is not None else f.modified_ns
         digest.update(f"{f.name}\0{f.size}\0{version}\n".encode())
     return digest.hexdigest()[:16]

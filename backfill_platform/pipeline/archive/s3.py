@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import (
     ArchiveFile,
+    HourlyListing,
     UnlistedFile,
     hidden,
     unlisted_reason,
@@ -140,7 +141,7 @@ def open_object(uri: str, reader: S3ReadConfig | None = None, client: Any = None
 
 
 @dataclass(frozen=True)
-class S3Archive:
+class S3Archive(HourlyListing):
     """An archive under `s3://bucket/prefix`, in hourly ingestion "folders" named by `layout`.
 
     Like `LocalArchive`, every non-hidden object directly in an hour's folder is listed whatever its

@@ -79,7 +79,7 @@ def required_hours(spec: StreamSpec, day: date) -> list[datetime]:
 
 def proves_by_offsets(spec: StreamSpec) -> bool:
     """Whether the stream's days are proven complete by contiguous Kafka offsets instead of by hours."""
-    kafka = spec.archive.kafka_connect
+    kafka = spec.archive.kafka_offsets
     return kafka is not None and not kafka.offsets_have_gaps
 
 
@@ -123,18 +123,20 @@ def completeness(
         horizon = day_horizon(spec, date.fromisoformat(day))
         gaps: list[str] = []
         proof = "sequence numbers" if spec.sequence is not None else "ingestion hours"
-        if by_offsets:
+        gaps += (sequence_gaps or {}).get(day, [])
+        if by_offsets and spec.archive.kafka_metadata is not None:
+            proof = "Kafka offsets of the table's rows"  # the gaps come with `sequence_gaps`
+        elif by_offsets:
             low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
             window = set(hours(low, high))
             names = [f.name for f in files if _utc(f.ingestion_hour) in window]
-            gaps = offset_problems(names, file_records or {}, spec.archive.kafka_connect.topic)
+            gaps += offset_problems(names, file_records or {}, spec.archive.kafka_connect.topic)
             proof = "Kafka offsets inside the files"
             if edges is not None and window:
                 # The window's files are those of whole ingestion hours: its edges are theirs.
                 first_hour, after = min(window), max(window) + HOUR
                 edge_gaps, proof = _edges(spec, edges, names, file_records or {}, first_hour, after)
                 gaps += edge_gaps
-        gaps += (sequence_gaps or {}).get(day, [])
         hours_matter = not (spec.allow_empty_hours or by_offsets or spec.sequence is not None)
         result[day] = DayCompleteness(
             day=day,

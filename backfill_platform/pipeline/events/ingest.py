@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
+from backfill_platform.pipeline.archive.iceberg_reader import read_table_lines
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.records import RecordFormat
@@ -28,6 +29,7 @@ from backfill_platform.pipeline.events.classify import classify_window
 from backfill_platform.pipeline.events.completeness import proves_by_offsets
 from backfill_platform.pipeline.events.parse import REASONS, parse_records
 from backfill_platform.pipeline.events.sequences import sequence_gaps
+from backfill_platform.pipeline.events.table_offsets import table_offset_gaps
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.durations import day_bounds
@@ -66,7 +68,8 @@ class IngestResult:
     unlisted: list[UnlistedFile] = field(default_factory=list)
     # Records read per file (name), where completeness is proven by Kafka offsets; else empty.
     file_records: dict[str, int] = field(default_factory=dict)
-    # Per day, the producers' missing sequence ranges, where the stream declares `sequence`; else empty.
+    # Per day, the producers' missing sequence ranges (`sequence`) and a table archive's missing Kafka
+    # offsets (`kafka_metadata`); else empty.
     sequence_gaps: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -132,7 +135,10 @@ def ingest_window(
     tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
     records = classified = None
     try:
-        lines = read_lines(spark, files, RecordFormat.of(spec.archive), spec.archive.kafka_connect)
+        if spec.archive.iceberg_table is not None:
+            lines = read_table_lines(spark, spec.archive, files)
+        else:
+            lines = read_lines(spark, files, RecordFormat.of(spec.archive), spec.archive.kafka_connect)
         records = parse_records(lines, spec)
         by_offsets = proves_by_offsets(spec)
         if by_offsets or spec.sequence:
@@ -151,8 +157,11 @@ def ingest_window(
                 .persist(StorageLevel.MEMORY_AND_DISK)
             )
             partitions = _figures(classified, start, end)  # builds the cache
-        file_records = _records_per_file(records) if by_offsets else {}
+        file_records = _records_per_file(records) if by_offsets and spec.archive.kafka_connect else {}
         gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}
+        if by_offsets and spec.archive.kafka_metadata is not None:
+            for day, problems in table_offset_gaps(records, spec, sorted(partitions)).items():
+                gaps.setdefault(day, []).extend(problems)
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
         tables_ready.result()

@@ -31,9 +31,7 @@ def sequence_gaps(
     `records` are the parsed records of the run's files (`parse.parse_records`, with `_sequence_key` and
     `_sequence`); each is judged in the windows of every day that reads its ingestion hour.
     """
-    windows = spark.createDataFrame(
-        [(day, *_hours_read(spec, day)) for day in days], "_day string, _low timestamp, _high timestamp"
-    )
+    windows = day_windows(spark, spec, days)
     numbered = records.where(F.col("_sequence_key").isNotNull() & F.col("_sequence").isNotNull())
     seen = (
         numbered.join(
@@ -74,6 +72,13 @@ def sequence_gaps(
         if row["count"] > MAX_NAMED:
             problems[row["_day"]].append(f"{row['count'] - MAX_NAMED} more sequence holes")
     return {day: problems.get(day, []) for day in days}
+
+
+def day_windows(spark: SparkSession, spec: StreamSpec, days: list[str]) -> DataFrame:
+    """(`_day`, `_low`, `_high`): the ingestion hours each day's run reads, to join records with."""
+    return spark.createDataFrame(
+        [(day, *_hours_read(spec, day)) for day in days], "_day string, _low timestamp, _high timestamp"
+    )
 
 
 def _hours_read(spec: StreamSpec, day: str) -> tuple[datetime, datetime]:

@@ -1,0 +1,163 @@
+"""Archives that are Iceberg tables (`archive.iceberg_table`): a landing table in the shape Iceberg's
+Kafka Connect sink writes (`devtools/generator/iceberg_landing.py`), read like a folder archive.
+
+The topic is the one the Kafka Connect S3 archive of `test_kafka_connect.py` comes from (a schema change,
+producer retries, late arrivals over three partitions); the truth records each kept event's partition,
+offset and day. Expectations come from that truth and the rows appended, never from the platform.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from backfill_platform.devtools.generator.iceberg_landing import (
+    append_commits,
+    create_landing_table,
+    sink_row,
+    sink_rows,
+)
+from backfill_platform.lakehouse.resources import open_catalog
+from backfill_platform.ops.plan import build_plan
+from backfill_platform.pipeline.archive.iceberg_table import table_archive
+from backfill_platform.pipeline.archive.listing import list_files
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.events.read_record import day_read_versions
+from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.specs.durations import day_bounds
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.support.datasets import run
+from backfill_platform_tests.support.session import START
+
+D2 = START + timedelta(days=1)
+NOON = datetime(START.year, START.month, START.day, 12, 30, tzinfo=UTC)
+
+
+def table_spec(name: str, table: str, **archive) -> StreamSpec:
+    raw = builtin_spec_data("playback")
+    raw["name"] = name
+    raw["archive"] = {"iceberg_table": table, "payload_column": "payload",
+                      "kafka_metadata": {"topic": "playback"}, **archive}  # fmt: skip
+    return StreamSpec.model_validate(raw)
+
+
+def settled_by_day(result) -> dict:
+    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
+
+
+@pytest.fixture(scope="module")
+def landing():
+    """The landing table: the topic's rows appended hour by hour, plus one malformed payload (a fourth
+    partition's only record, at noon of the first day)."""
+    catalog = open_catalog()
+    table = create_landing_table(catalog, "raw_landing.kc_table")
+    rows, truth = sink_rows(START, 2, 300)
+    rows.append(sink_row("playback", 3, 0, NOON, '{"event_id": "broken", "event_time": '))
+    append_commits(table, rows)
+    return catalog, table, rows, truth
+
+
+def test_a_table_archive_gives_exactly_the_truth_and_names_a_malformed_row(spark, spark_resource, landing):
+    _catalog, table, _rows, truth = landing
+    spec = table_spec("kc_table", "raw_landing.kc_table")
+    snapshot = table.refresh().current_snapshot().snapshot_id
+    result = run(spark_resource, [build_events_asset(spec)], START, D2)
+    assert result.success
+    settled = settled_by_day(result)
+    assert all(c.passed for c in settled.values()) and len(settled) == 2
+    assert settled[START.isoformat()].metadata["proof"].value == "Kafka offsets of the table's rows"
+
+    events = spark.table(events_table(spark, spec)).select(
+        "event_id", "_kafka_partition", "_kafka_offset", F.to_date("event_time").alias("day")
+    )
+    got = {
+        r["event_id"]: (r["_kafka_partition"], r["_kafka_offset"], r["day"].isoformat())
+        for r in events.collect()
+    }
+    assert got == truth.events
+
+    quarantined = spark.table(quarantine_table(spark, spec)).collect()
+    assert [(q["reason"], q["_source_file"].split(":")[0]) for q in quarantined] == [
+        ("malformed_json", f"raw_landing.kc_table@{snapshot}")
+    ]
+    # The row is named by its data file and position: read back, it is the broken payload.
+    bad = quarantined[0]
+    file_name = bad["_source_file"].split(":", 1)[1]
+    located = (
+        spark.read.format("iceberg").option("snapshot-id", str(snapshot)).load("lake.raw_landing.kc_table")
+        .select("payload", "_file", "_pos")
+        .where(F.col("_file").endswith(file_name) & (F.col("_pos") == bad["_line_number"] - 1))
+        .collect()
+    )  # fmt: skip
+    assert [r["payload"] for r in located] == ['{"event_id": "broken", "event_time": ']
+
+
+def test_plan_counts_rows_per_day_from_metadata(landing):
+    _catalog, _table, rows, _truth = landing
+    spec = table_spec("kc_table", "raw_landing.kc_table")
+    plan = build_plan(spec, [], START, D2 + timedelta(days=1))
+    for day_plan in plan.days:
+        low, high = read_window(spec, *day_bounds(day_plan.day))
+        low = low.replace(minute=0)
+        expected = sum(1 for r in rows if low <= r["_kafka_metadata_timestamp"] < high)
+        assert day_plan.lines == expected and day_plan.offset_gaps == []
+    assert plan.lines == len(rows)
+
+
+def test_late_appends_change_exactly_their_days_and_a_compaction_nothing(spark, landing):
+    catalog, table, _rows, _truth = landing
+    spec = table_spec("kc_table", "raw_landing.kc_table")
+    days = [START.isoformat(), D2.isoformat()]
+    first, end = read_window(spec, *day_bounds(START))[0], read_window(spec, *day_bounds(D2))[1]
+
+    def versions() -> dict[str, str]:
+        return day_read_versions(spec, list_files(table_archive(spec.archive, catalog), first, end), days)
+
+    before = versions()
+    # A compaction rewrites every data file into new ones (a `replace` snapshot): no day changes.
+    spark.sql(
+        "CALL lake.system.rewrite_data_files(table => 'raw_landing.kc_table', options => map('rewrite-all', 'true'))"
+    )
+    table.refresh()
+    assert table.current_snapshot().summary.operation.value == "replace"
+    assert versions() == before
+
+    # A late batch: records of the second day's evening arriving late, on a partition of their own.
+    late_at = datetime(D2.year, D2.month, D2.day, 20, 10, tzinfo=UTC)
+    append_commits(table, [sink_row("playback", 4, 0, late_at, '{"event_id": "late-1"}')])
+    after = versions()
+    assert after[START.isoformat()] == before[START.isoformat()]
+    assert after[D2.isoformat()] != before[D2.isoformat()]
+
+
+def test_a_delete_in_the_landing_table_is_reported_and_unsettles_the_day(spark, spark_resource, landing):
+    catalog, _table, rows, _truth = landing
+    spec = table_spec("kc_gap", "raw_landing.kc_table")
+    # Partition 1's rows of 13:00 on the first day are deleted from the landing table.
+    hour = datetime(START.year, START.month, START.day, 13, tzinfo=UTC)
+    lost = sorted(
+        r["_kafka_metadata_offset"] for r in rows
+        if r["_kafka_metadata_partition"] == 1 and hour <= r["_kafka_metadata_timestamp"] < hour + timedelta(hours=1)
+    )  # fmt: skip
+    assert lost
+    spark.sql(
+        "DELETE FROM lake.raw_landing.kc_table WHERE _kafka_metadata_partition = 1 AND "
+        f"_kafka_metadata_timestamp >= TIMESTAMP '{hour:%Y-%m-%d %H}:00:00' AND "
+        f"_kafka_metadata_timestamp < TIMESTAMP '{hour:%Y-%m-%d %H}:59:59.999999'"
+    )
+    archive = table_archive(spec.archive, catalog)
+    list_files(archive, hour - timedelta(hours=1), hour + timedelta(hours=2))
+    assert [r.rows_removed - r.rows_added for r in archive.removals] == [len(lost)]
+    assert "raw_landing.kc_table snapshot" in archive.removals[0].describe("raw_landing.kc_table")
+
+    result = run(spark_resource, [build_events_asset(spec)], START, D2)
+    settled = settled_by_day(result)
+    assert not settled[START.isoformat()].passed and settled[D2.isoformat()].passed
+    span = f"offset {lost[0]}" if len(lost) == 1 else f"offsets {lost[0]}-{lost[-1]}"
+    assert f"Kafka partition 1: {span} missing from table raw_landing.kc_table" in (
+        settled[START.isoformat()].metadata["problem"].value
+    )
