@@ -62,3 +62,10 @@ def attributed_before(playback_before: DataFrame, impressions_before: DataFrame)
     from backfill_platform.defs.attributed_plays.transform import attributed_v2
 
     return attributed_v2(playback_before, impressions_before)
+
+
+def attributed_from_table(playback_files: DataFrame, impressions_table: DataFrame) -> DataFrame:
+    """attributed_plays v2 over a folder archive and a table archive (`test_join_table_archive.py`)."""
+    from backfill_platform.defs.attributed_plays.transform import attributed_v2
+
+    return attributed_v2(playback_files, impressions_table)

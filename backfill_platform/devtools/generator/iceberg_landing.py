@@ -16,6 +16,7 @@ import json
 import uuid
 from collections import defaultdict
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth, arrivals
@@ -114,3 +115,31 @@ def append_commits(table: Any, rows: list[dict]) -> list[int]:
         )
         snapshots.append(table.current_snapshot().snapshot_id)
     return snapshots
+
+
+def land_folder_archive(table: Any, root: Path, layout: str, topic: str) -> int:
+    """Copy a folder archive into the landing table, one append per ingestion hour: each record a row
+    whose payload is the record's text and whose Kafka timestamp lies in its folder's hour (one
+    millisecond apart, in file and record order), on one partition with contiguous offsets. Returns rows.
+
+    The same records, the same ingestion hours: a folder archive and its landed table must give the
+    platform the same events."""
+    from backfill_platform.pipeline.archive.listing import hour_of
+    from backfill_platform.pipeline.archive.records import iter_records
+
+    rows: list[dict] = []
+    for folder in sorted(
+        {p.parent for p in root.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))}
+    ):
+        hour = hour_of(str(folder.relative_to(root)), layout)
+        if hour is None:
+            continue
+        position = 0
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith((".", "_")) or not path.is_file():
+                continue
+            for _number, text, _raw, _defect, _detail in iter_records(str(path)):
+                rows.append(sink_row(topic, 0, len(rows), hour + timedelta(milliseconds=position), text))
+                position += 1
+    append_commits(table, rows)
+    return len(rows)
