@@ -11,8 +11,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from dagster import AssetKey, DagsterInstance, evaluate_automation_conditions, materialize
+from dagster._core.definitions.observe import observe
 from pyspark.sql import functions as F
 
+from backfill_platform import settings
 from backfill_platform.devtools.generator.iceberg_landing import (
     append_commits,
     create_landing_table,
@@ -21,17 +24,18 @@ from backfill_platform.devtools.generator.iceberg_landing import (
 )
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.ops.plan import build_plan
+from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.iceberg_table import table_archive
 from backfill_platform.pipeline.archive.listing import list_files
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
 from backfill_platform.pipeline.events.read_record import day_read_versions
 from backfill_platform.pipeline.hour_mapping import read_window
-from backfill_platform.specs.durations import day_bounds
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.specs.durations import DAY, day_bounds, midnight
+from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
-from backfill_platform_tests.support.session import START
+from backfill_platform_tests.support.session import START, range_tags
 
 D2 = START + timedelta(days=1)
 NOON = datetime(START.year, START.month, START.day, 12, 30, tzinfo=UTC)
@@ -161,3 +165,65 @@ def test_a_delete_in_the_landing_table_is_reported_and_unsettles_the_day(spark, 
     assert f"Kafka partition 1: {span} missing from table raw_landing.kc_table" in (
         settled[START.isoformat()].metadata["problem"].value
     )
+
+
+def test_the_daily_refresh_re_derives_exactly_the_days_a_late_append_touches(
+    spark, spark_resource, monkeypatch
+):
+    """The real observation of the table and the real events run, on one instance; the daily refresh's
+    conditions evaluated as the sensor does: nothing after a compaction, exactly the touched day after a
+    late append."""
+    name, landing_table = "kc_refresh", "raw_landing.kc_refresh"
+    table = create_landing_table(open_catalog(), landing_table)
+    rows, _truth = sink_rows(START, 2, 120, seed=11)
+    append_commits(table, rows)
+    spec = table_spec(name, landing_table)
+    definitions = build_definitions(SpecSet(streams={name: spec}, datasets={}))
+    archive_key, events_key = AssetKey(["archive", f"{name}_archive"]), AssetKey(["raw", f"{name}_events"])
+    now = midnight(D2.isoformat()) + DAY + spec.allowed_lateness + timedelta(hours=1, minutes=10)
+    monkeypatch.setattr(settings, "now", lambda: now)
+    instance = DagsterInstance.ephemeral()
+    cursor = None
+
+    def requested_days(at: datetime) -> set[str]:
+        nonlocal cursor
+        observe([definitions.resolve_assets_def(archive_key)], instance=instance)
+        result = evaluate_automation_conditions(
+            defs=definitions, instance=instance, cursor=cursor, evaluation_time=at
+        )
+        cursor = result.cursor
+        return (
+            set(result.get_requested_partitions(events_key))
+            if result.get_num_requested(events_key)
+            else set()
+        )
+
+    observe([definitions.resolve_assets_def(archive_key)], instance=instance)
+    events = materialize(
+        [definitions.resolve_assets_def(events_key)],  # with the definitions' Spark resource
+        tags=range_tags(START, D2),
+        instance=instance,
+    )
+    assert events.success
+    assert requested_days(now) == set()
+
+    spark.sql(
+        f"CALL lake.system.rewrite_data_files(table => '{landing_table}', options => map('rewrite-all', 'true'))"
+    )
+    assert table.refresh().current_snapshot().summary.operation.value == "replace"
+    assert requested_days(now + timedelta(minutes=1)) == set()
+
+    late_at = datetime(D2.year, D2.month, D2.day, 20, 10, tzinfo=UTC)
+    append_commits(
+        table,
+        [
+            sink_row(
+                "playback",
+                0,
+                sum(r["_kafka_metadata_partition"] == 0 for r in rows),
+                late_at,
+                '{"event_id": "late-1"}',
+            )
+        ],
+    )
+    assert requested_days(now + timedelta(minutes=2)) == {D2.isoformat()}
