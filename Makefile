@@ -142,14 +142,15 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 # class-data archive (lakehouse/class_archive.py: seconds off every run's start), built by a one-day backfill
 # (~1 min) unless the one there was built from this JDK, pyspark and jar lock. Optional: a failure to build
 # it is a warning (runs start without it, slower), and test_jvm_jars fails on its absence. Last, the jars of
-# Iceberg's REST catalog server and Apache Kafka's broker (devtools/rest_catalog/ and devtools/kafka_broker/
-# pom.xml, transitive, each checked against its jars.sha256): the tests, `make rest-catalog` and `make kafka`
-# run them; Spark never loads them.
+# Iceberg's REST catalog server, Apache Kafka's broker, and Kafka Connect's worker with Iceberg's sink
+# plugin (devtools/rest_catalog/, kafka_broker/ and kafka_connect/ pom.xml, transitive, each checked against
+# its jars.sha256): the tests, `make rest-catalog` and `make kafka` run them; Spark never loads them.
 jars: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars $(JARS_ARGS)
 	$(BIN)/python -m backfill_platform.devtools.class_archive --optional
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog.classpath
 	$(BIN)/python -m backfill_platform.devtools.kafka_broker.classpath
+	$(BIN)/python -m backfill_platform.devtools.kafka_connect.classpath
 
 # After changing a version in the pom: resolve, and rewrite jvm/jars.sha256 from what Maven downloaded
 # (with its checksums against Maven Central enforced). Commit both files.
@@ -157,6 +158,7 @@ jars-lock: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars --lock $(JARS_ARGS)
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog.classpath --lock
 	$(BIN)/python -m backfill_platform.devtools.kafka_broker.classpath --lock
+	$(BIN)/python -m backfill_platform.devtools.kafka_connect.classpath --lock
 
 # Apache Iceberg's REST catalog server in the foreground (Ctrl-C stops it), on REST_PORT of every interface,
 # its catalog and log under data/rest-catalog. The warehouse: REST_WAREHOUSE (default a local folder under

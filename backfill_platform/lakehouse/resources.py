@@ -362,6 +362,37 @@ def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
     )
 
 
+ARCHIVE_CATALOG_ENV = "BACKFILL_PLATFORM_ARCHIVE_CATALOG_{name}_{setting}"
+
+
+def archive_catalog_from_env(name: str) -> IcebergCatalogResource:
+    """A REST catalog the platform reads archive tables from (`archive.catalog`), besides its own:
+    BACKFILL_PLATFORM_ARCHIVE_CATALOG_<NAME>_URI (required), `_WAREHOUSE`, `_TOKEN`, `_CREDENTIAL`
+    (secrets: read from the environment by the run that needs them), `_S3_ENDPOINT` (default: the
+    platform's, from the standard AWS variables). Its storage credentials are the AWS SDK's default chain."""
+
+    def setting(key: str) -> str:
+        return os.environ.get(ARCHIVE_CATALOG_ENV.format(name=name.upper(), setting=key), "").strip()
+
+    uri = setting("URI")
+    if not uri:
+        raise ValueError(
+            f"archive catalog {name!r} is not configured: set "
+            f"{ARCHIVE_CATALOG_ENV.format(name=name.upper(), setting='URI')} to its REST endpoint"
+        )
+    endpoint = setting("S3_ENDPOINT") or settings.s3_endpoint()
+    return IcebergCatalogResource(
+        name=name,
+        rest_uri=uri,
+        rest_token=setting("TOKEN") or None,
+        rest_credential=setting("CREDENTIAL") or None,
+        warehouse=setting("WAREHOUSE"),
+        s3_endpoint=endpoint,
+        s3_region=settings.aws_region(),
+        s3_path_style=settings.flag(settings.S3_PATH_STYLE_ENV, default=bool(endpoint)),
+    )
+
+
 def spark_from_env(catalog: IcebergCatalogResource) -> SparkIcebergResource:
     return SparkIcebergResource(
         catalog=catalog,

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from backfill_platform import settings
-from backfill_platform.specs.common import SpecModel
+from backfill_platform.specs.common import Identifier, SpecModel
 
 # Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
 ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
@@ -119,6 +119,15 @@ class ArchiveSpec(SpecModel):
             "hour's data version is the last append that touched it (compactions and expiry change none)."
         ),
     )
+    catalog: Identifier | None = Field(
+        default=None,
+        description=(
+            "`iceberg_table` only: the REST catalog holding the table, when it is not the platform's own "
+            "(e.g. the landing catalog a Kafka Connect sink writes to), configured by "
+            "BACKFILL_PLATFORM_ARCHIVE_CATALOG_<NAME>_URI (and `_WAREHOUSE`, `_TOKEN`, `_CREDENTIAL`, "
+            "`_S3_ENDPOINT`). Default: the platform's catalog."
+        ),
+    )
     ingestion_time: ColumnName = Field(
         default="_kafka_metadata_timestamp",
         description=(
@@ -196,8 +205,10 @@ class ArchiveSpec(SpecModel):
     def _one_kind(self) -> ArchiveSpec:
         if (self.location is None) == (self.iceberg_table is None):
             raise ValueError("give exactly one of 'location' (a folder or S3 prefix) or 'iceberg_table'")
-        if self.iceberg_table is None and (self.payload_column or self.kafka_metadata):
-            raise ValueError("'payload_column' and 'kafka_metadata' apply to an 'iceberg_table' archive only")
+        if self.iceberg_table is None and (self.payload_column or self.kafka_metadata or self.catalog):
+            raise ValueError(
+                "'catalog', 'payload_column' and 'kafka_metadata' apply to an 'iceberg_table' archive only"
+            )
         if self.iceberg_table is not None and self.kafka_connect is not None:
             raise ValueError(
                 "'kafka_connect' describes Kafka Connect's S3 sink files; for a table written by Iceberg's "

@@ -14,9 +14,9 @@ from dagster import (
 
 from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import archive_for, list_files, manifest_fingerprint
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
-from backfill_platform.specs.durations import DAY
+from backfill_platform.specs.durations import DAY, HOUR
 from backfill_platform.specs.stream import StreamSpec
 
 OBSERVE_ALL_TAG = "backfill_platform/observe_all"
@@ -61,9 +61,14 @@ def build_archive_asset(
         for removal in getattr(archive, "removals", []):
             # Never followed (the rows a day was built from stay its rows until it is re-derived on
             # purpose), never silent.
+            low, high = ArchiveReadWindowMapping.for_stream(spec).days_window(
+                min(removal.hours), max(removal.hours) + HOUR
+            )
             context.log.warning(
-                f"{removal.describe(spec.archive.iceberg_table)}: not treated as new data; days whose read "
-                "windows hold these hours keep what they were built from until re-derived on purpose"
+                f"{removal.describe(spec.archive.iceberg_table)}: not treated as new data; the event days "
+                f"{low:%Y-%m-%d} to {high - DAY:%Y-%m-%d}, whose read windows hold these hours, keep what "
+                "they were built from until they are re-derived on purpose (a backfill of those days reads "
+                "the table as it is now)"
             )
         return DataVersionsByPartition(versions)
 

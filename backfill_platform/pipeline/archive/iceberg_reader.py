@@ -28,7 +28,7 @@ def read_table_lines(spark: SparkSession, archive: ArchiveSpec, files: list[Arch
     if len(snapshots) != 1:  # one listing pins one snapshot; two would mix states of the table
         raise ValueError(f"a table archive's listing pins one snapshot, got {sorted(snapshots)}")
     snapshot = snapshots.pop()
-    catalog = spark.conf.get("spark.sql.defaultCatalog")
+    catalog = archive_catalog(spark, archive.catalog)
     rows = (
         spark.read.format("iceberg")
         .option("snapshot-id", str(snapshot))
@@ -63,6 +63,19 @@ def read_table_lines(spark: SparkSession, archive: ArchiveSpec, files: list[Arch
         ),
     )
     return records.select(*schema_names(LINES_SCHEMA))
+
+
+def archive_catalog(spark: SparkSession, name: str | None) -> str:
+    """The Spark catalog holding the archive table: the platform's, or the named archive catalog, added to
+    the session on first use (Spark loads a catalog when it is first named, so it may be added late)."""
+    if name is None:
+        return spark.conf.get("spark.sql.defaultCatalog")
+    from backfill_platform.lakehouse.resources import archive_catalog_from_env
+
+    for key, value in archive_catalog_from_env(name).spark_conf().items():
+        if spark.conf.get(key, None) != value:
+            spark.conf.set(key, value)
+    return name
 
 
 def _ingestion_time(rows: DataFrame, column: str) -> Column:

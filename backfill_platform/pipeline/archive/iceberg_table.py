@@ -265,9 +265,9 @@ def _literal(kind: Any, moment: datetime) -> Any:
 
 
 def table_archive(archive: ArchiveSpec, catalog: Any | None = None) -> TableArchive:
-    """The stream's archive table, in the platform's catalog (PyIceberg, same as Spark's) by default."""
+    """The stream's archive table, in its `archive.catalog` or the platform's (PyIceberg, as Spark's)."""
     if catalog is None:
-        from backfill_platform.lakehouse.resources import open_catalog
+        from backfill_platform.lakehouse.resources import archive_catalog_from_env, open_catalog
 
-        catalog = open_catalog()
+        catalog = archive_catalog_from_env(archive.catalog).load() if archive.catalog else open_catalog()
     return TableArchive(archive.iceberg_table, archive.ingestion_time, catalog)

@@ -1,0 +1,192 @@
+"""Start and stop a Kafka Connect worker (`ConnectStandalone`) on loopback, with Iceberg's sink plugin loaded.
+
+The worker starts with no connector: a test adds one through the worker's REST API (`put_connector`), as an
+operator would; a standalone worker keeps no connector across a restart (give it again: the sink resumes
+from the offsets it committed). It converts keys and values with the JsonConverter without schemas
+(schemaless JSON: a value arrives in the sink as a map; a key must be JSON too), keeps its source offsets in
+a file of its state folder (unused by Iceberg's sink, which commits its consumer group's offsets in its own
+Kafka transactions, but required by a standalone worker), and finds the plugin by its ServiceLoader
+manifests only (`plugin.discovery=service_load`: 2 to 5 s to start instead of 17 s for a scan of every
+class of its 51 jars).
+
+AWS credentials for S3FileIO come from the process environment (`env`: the AWS SDK's default chain), never
+from a connector's configuration, which the worker logs and serves on its REST API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backfill_platform.devtools.kafka_broker.broker import free_port
+from backfill_platform.devtools.kafka_connect.classpath import WORKER_CLASS, classpath, plugin_path
+from backfill_platform.devtools.tool_jars import java_binary
+
+STARTUP_TIMEOUT_SECONDS = 120
+STOP_TIMEOUT_SECONDS = 30
+SINK_CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
+METADATA_TRANSFORM_CLASS = "org.apache.iceberg.connect.transforms.KafkaMetadataTransform"
+# Parquet buffers a row group per open data file (one per table partition being written): 512 MiB is ample
+# for a test's volume. The client compiler alone: the worker is short-lived.
+JAVA_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+# INFO for the worker and the sink (its commits), WARN for the configuration each client prints at start
+# and for the REST server's access log (a line per request: a test polls a connector's status).
+LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+logger.rest.name = org.apache.kafka.connect.runtime.rest.RestServer
+logger.rest.level = WARN
+"""
+
+
+def worker_properties(state_dir: Path, bootstrap: str, port: int, plugins: Path) -> str:
+    return f"""\
+bootstrap.servers={bootstrap}
+key.converter=org.apache.kafka.connect.json.JsonConverter
+key.converter.schemas.enable=false
+value.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter.schemas.enable=false
+offset.storage.file.filename={state_dir / "connect.offsets"}
+offset.flush.interval.ms=1000
+plugin.path={plugins}
+plugin.discovery=service_load
+listeners=http://127.0.0.1:{port}
+"""
+
+
+@dataclass(frozen=True)
+class ConnectWorker:
+    """A running worker: its REST endpoint, its log and process."""
+
+    url: str
+    port: int
+    log_path: Path
+    process: subprocess.Popen
+
+    def put_connector(self, name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        """Create the connector `name` or replace its configuration (`PUT /connectors/<name>/config`);
+        returns the worker's answer (its configuration and tasks). Raises with the worker's message when
+        it refuses the configuration."""
+        return _request("PUT", f"{self.url}/connectors/{_quote(name)}/config", {**config, "name": name})
+
+    def connectors(self) -> list[str]:
+        """The names of the worker's connectors."""
+        return _request("GET", f"{self.url}/connectors")
+
+    def status(self, name: str) -> dict[str, Any]:
+        """The connector's and its tasks' states (`RUNNING`, `FAILED` with the task's `trace`, ...)."""
+        return _request("GET", f"{self.url}/connectors/{_quote(name)}/status")
+
+    def delete_connector(self, name: str) -> None:
+        """Stop the connector and forget it (its consumer group and table stay as they are)."""
+        _request("DELETE", f"{self.url}/connectors/{_quote(name)}")
+
+
+@contextmanager
+def connect_worker(
+    state_dir: Path, bootstrap: str, port: int = 0, env: Mapping[str, str] | None = None
+) -> Iterator[ConnectWorker]:
+    """A started worker for the block, stopped after it (also on error): SIGTERM (connectors stop, their
+    tasks close their clients), then a kill after `STOP_TIMEOUT_SECONDS`. `bootstrap` is the broker's
+    `bootstrap.servers`; `port` 0 picks a free loopback port for the REST API; `env` is the process
+    environment (default: this one's), where AWS credentials come from."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    properties = state_dir / "worker.properties"
+    log_path = state_dir / "connect.log"
+    plugins = plugin_path(state_dir)
+    properties.write_text(worker_properties(state_dir, bootstrap, port, plugins))
+    (state_dir / "log4j2.properties").write_text(LOG4J2)
+    command = [
+        java_binary(),
+        *JAVA_OPTIONS,
+        f"-Dlog4j2.configurationFile={state_dir / 'log4j2.properties'}",
+        "-cp",
+        classpath(),
+        WORKER_CLASS,
+        str(properties),
+    ]
+    # No instance metadata service to probe when credentials are missing: fail at once instead.
+    full_env = {**(env if env is not None else os.environ), "AWS_EC2_METADATA_DISABLED": "true"}
+    with log_path.open("ab") as out:
+        process = subprocess.Popen(command, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_until_serving(process, url, log_path, plugins)
+        yield ConnectWorker(url, port, log_path, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_until_serving(process: subprocess.Popen, url: str, log: Path, plugins: Path) -> None:
+    """Returns once the REST API lists the sink connector and the metadata transform among its plugins;
+    raises with the log's tail if the worker exits first or does not get there in time."""
+    wanted = {SINK_CONNECTOR_CLASS, METADATA_TRANSFORM_CLASS}
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"the Kafka Connect worker exited ({process.returncode}); {log}:\n{_tail(log)}"
+            )
+        try:
+            answer = _request("GET", f"{url}/connector-plugins?connectorsOnly=false", timeout=2)
+        except (OSError, RuntimeError):  # refused until the REST server listens
+            answer = None
+        if answer is not None:
+            listed = {plugin["class"] for plugin in answer}
+            if wanted <= listed:
+                return
+            raise RuntimeError(
+                f"the Kafka Connect worker does not list {sorted(wanted - listed)} among its plugins "
+                f"(plugin.path {plugins}); {log}:\n{_tail(log)}"
+            )
+        time.sleep(0.2)
+    raise TimeoutError(
+        f"the Kafka Connect worker did not serve within {STARTUP_TIMEOUT_SECONDS} s; {log}:\n{_tail(log)}"
+    )
+
+
+def _request(method: str, url: str, body: Mapping[str, Any] | None = None, timeout: float = 30) -> Any:
+    """One call of the worker's REST API: JSON in and out. An HTTP error raises with the worker's message."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read()
+    except urllib.error.HTTPError as error:
+        detail = error.read().decode(errors="replace")
+        raise RuntimeError(f"{method} {url}: HTTP {error.code}: {detail}") from None
+    return json.loads(text) if text else None
+
+
+def _quote(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
