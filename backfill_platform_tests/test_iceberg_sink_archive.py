@@ -14,12 +14,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThanOrEqual
 from pyspark.sql import functions as F
 
+from backfill_platform import settings
 from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth, arrivals
 from backfill_platform.lakehouse.resources import ARCHIVE_CATALOG_ENV
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
@@ -51,10 +55,11 @@ def landed(moto, rest_catalog, kafka, tmp_path_factory):
     catalog = pyiceberg_catalog(rest_catalog.uri, rest_catalog.warehouse, moto)
     create_topic(kafka.bootstrap, TOPIC, partitions=4)
     create_landing_table(catalog, TABLE)
-    truth, early, late = KafkaConnectTruth(), [], []
+    truth, early, late, produced = KafkaConnectTruth(), [], [], []
     for partition, records in arrivals(START, 2, 300).items():
         for offset, (ingested, record) in enumerate(records):
             truth.add(record, partition, offset, D2 + timedelta(days=1))
+            produced.append((partition, offset, ingested))
             batch = early if ingested < CUTOFF else late
             batch.append(JsonRecord({"payload": record}, key=record["event_id"], partition=partition,
                                     timestamp_ms=millis(ingested)))  # fmt: skip
@@ -70,7 +75,7 @@ def landed(moto, rest_catalog, kafka, tmp_path_factory):
         produce_json(kafka.bootstrap, TOPIC, late)
         snapshots = wait_for_rows(catalog, TABLE, len(early) + len(late), timeout=120, worker=worker)
     assert len(snapshots) > len(first) and {s.operation for s in snapshots} == {"append"}
-    return catalog, truth
+    return catalog, truth, produced
 
 
 @pytest.fixture
@@ -91,13 +96,17 @@ def landing_catalog(moto, rest_catalog, spark, monkeypatch):
         system.clearProperty(name)
 
 
-def test_events_from_the_sinks_table_are_exactly_the_topic(spark, spark_resource, landed, landing_catalog):
-    catalog, truth = landed
+def sink_spec(name: str, **kafka_metadata) -> StreamSpec:
     raw = builtin_spec_data("playback")
-    raw["name"] = "playback_sink"
+    raw["name"] = name
     raw["archive"] = {"iceberg_table": TABLE, "catalog": CATALOG, "payload_column": "payload",
-                      "kafka_metadata": {"topic": TOPIC}}  # fmt: skip
-    spec = StreamSpec.model_validate(raw)
+                      "kafka_metadata": {"topic": TOPIC, **kafka_metadata}}  # fmt: skip
+    return StreamSpec.model_validate(raw)
+
+
+def test_events_from_the_sinks_table_are_exactly_the_topic(spark, spark_resource, landed, landing_catalog):
+    catalog, truth, _produced = landed
+    spec = sink_spec("playback_sink")
     result = run(spark_resource, [build_events_asset(spec)], START, D2)
     assert result.success
     settled = {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
@@ -120,3 +129,30 @@ def test_events_from_the_sinks_table_are_exactly_the_topic(spark, spark_resource
     assert [(q["reason"], q["_source_file"].split(":")[0], q["line"]) for q in quarantined] == [
         ("malformed_json", f"{TABLE}@{snapshot}", MALFORMED)
     ]
+
+
+def test_rows_lost_at_a_windows_edge_are_named_from_the_live_topic(
+    spark, spark_resource, landed, landing_catalog, kafka, monkeypatch
+):
+    """The last hour of the first day's read window loses partition 2's rows in the landing table: inside
+    that window nothing is missing between rows, but the topic says where the window ends."""
+    catalog, _truth, produced = landed
+    monkeypatch.setenv(settings.KAFKA_BOOTSTRAP_ENV, kafka.bootstrap)
+    spec = sink_spec("playback_edges", edges_from_topic=True)
+    end = read_window(spec, *day_bounds(START))[1]
+    lost = sorted(o for p, o, at in produced if p == 2 and end - timedelta(hours=1) <= at < end)
+    assert lost == list(range(lost[0], lost[-1] + 1))
+    catalog.load_table(TABLE).delete(
+        And(EqualTo("_kafka_metadata_partition", 2), GreaterThanOrEqual("_kafka_metadata_offset", lost[0]),
+            LessThanOrEqual("_kafka_metadata_offset", lost[-1]))
+    )  # fmt: skip
+    result = run(spark_resource, [build_events_asset(spec)], START, START)
+    settled = {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
+    assert not settled[START.isoformat()].passed
+    assert settled[START.isoformat()].metadata["problem"].value == (
+        f"Kafka partition 2: offsets {lost[0]}-{lost[-1]} missing from table {TABLE} "
+        f"(the topic's last of the window: {lost[-1]})"
+    )
+    assert settled[START.isoformat()].metadata["proof"].value == (
+        f"Kafka offsets of the table's rows and at the window's edges (topic {TOPIC!r})"
+    )

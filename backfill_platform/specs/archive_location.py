@@ -98,6 +98,26 @@ class KafkaMetadataSpec(SpecModel):
         ),
     )
 
+    edges_from_topic: bool = Field(
+        default=False,
+        description=(
+            "Also prove each read window's edges against the live topic (`topic`, on the cluster of "
+            "BACKFILL_PLATFORM_KAFKA_BOOTSTRAP): per partition, the broker's offsets for the window's start "
+            "and end times must be the first and last the window's rows hold, so rows lost at a window's "
+            "edge are named like rows lost inside it. A partition beyond the topic's retention, or a topic "
+            "that cannot be asked, falls back to the rows' own offsets; the settled check says which proof."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _edges_need_the_topic(self) -> KafkaMetadataSpec:
+        if self.edges_from_topic and (self.topic is None or self.offsets_have_gaps):
+            raise ValueError(
+                "edges_from_topic needs `topic` (the live topic to ask) and contiguous offsets "
+                "(offsets_have_gaps: false)"
+            )
+        return self
+
     def column(self, name: str) -> str:
         return f"{self.prefix}_{name}"
 

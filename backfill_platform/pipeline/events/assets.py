@@ -135,6 +135,7 @@ def build_events_asset(
                     result.file_records,
                     result.sequence_gaps,
                     topic_edges_lookup(spec),
+                    result.offset_proofs,
                 ),
             ),
         ]

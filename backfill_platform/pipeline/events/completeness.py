@@ -88,7 +88,7 @@ EdgesLookup = Callable[[str, datetime, datetime], WindowEdges]
 
 def topic_edges_lookup(spec: StreamSpec) -> EdgesLookup | None:
     """How to ask the live topic for a window's edges, when the spec wants it (None otherwise)."""
-    kafka = spec.archive.kafka_connect
+    kafka = spec.archive.kafka_offsets
     if kafka is None or not kafka.edges_from_topic:
         return None
     from backfill_platform.pipeline.kafka_cluster import KafkaResource
@@ -104,6 +104,7 @@ def completeness(
     file_records: dict[str, int] | None = None,
     sequence_gaps: dict[str, list[str]] | None = None,
     edges: EdgesLookup | None = None,
+    proofs: dict[str, str] | None = None,
 ) -> dict[str, DayCompleteness]:
     """Each day's completeness, given the archive files listed for its read window.
 
@@ -125,7 +126,9 @@ def completeness(
         proof = "sequence numbers" if spec.sequence is not None else "ingestion hours"
         gaps += (sequence_gaps or {}).get(day, [])
         if by_offsets and spec.archive.kafka_metadata is not None:
-            proof = "Kafka offsets of the table's rows"  # the gaps come with `sequence_gaps`
+            # Read from the rows when the days are ingested (`table_offsets`): the gaps come with
+            # `sequence_gaps`, the proof with `proofs`; a plan reads no rows.
+            proof = (proofs or {}).get(day, "Kafka offsets of the table's rows (checked when ingested)")
         elif by_offsets:
             low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
             window = set(hours(low, high))

@@ -26,7 +26,7 @@ from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, Unl
 from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.records import RecordFormat
 from backfill_platform.pipeline.events.classify import classify_window
-from backfill_platform.pipeline.events.completeness import proves_by_offsets
+from backfill_platform.pipeline.events.completeness import proves_by_offsets, topic_edges_lookup
 from backfill_platform.pipeline.events.parse import REASONS, parse_records
 from backfill_platform.pipeline.events.sequences import sequence_gaps
 from backfill_platform.pipeline.events.table_offsets import table_offset_gaps
@@ -71,6 +71,8 @@ class IngestResult:
     # Per day, the producers' missing sequence ranges (`sequence`) and a table archive's missing Kafka
     # offsets (`kafka_metadata`); else empty.
     sequence_gaps: dict[str, list[str]] = field(default_factory=dict)
+    # Per day, what proved a table archive's offsets (`table_offsets`): inside the rows, or at the edges too.
+    offset_proofs: dict[str, str] = field(default_factory=dict)
 
     @property
     def bytes(self) -> int:
@@ -159,9 +161,12 @@ def ingest_window(
             partitions = _figures(classified, start, end)  # builds the cache
         file_records = _records_per_file(records) if by_offsets and spec.archive.kafka_connect else {}
         gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}
+        offset_proofs: dict[str, str] = {}
         if by_offsets and spec.archive.kafka_metadata is not None:
-            for day, problems in table_offset_gaps(records, spec, sorted(partitions)).items():
+            table_offsets = table_offset_gaps(records, spec, sorted(partitions), topic_edges_lookup(spec))
+            for day, problems in table_offsets.gaps.items():
                 gaps.setdefault(day, []).extend(problems)
+            offset_proofs = table_offsets.proofs
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
         tables_ready.result()
@@ -206,6 +211,7 @@ def ingest_window(
         unlisted=unlisted_files(spec, archive),
         file_records=file_records,
         sequence_gaps=gaps,
+        offset_proofs=offset_proofs,
     )
 
 

@@ -77,11 +77,11 @@ def sequence_gaps(
 def day_windows(spark: SparkSession, spec: StreamSpec, days: list[str]) -> DataFrame:
     """(`_day`, `_low`, `_high`): the ingestion hours each day's run reads, to join records with."""
     return spark.createDataFrame(
-        [(day, *_hours_read(spec, day)) for day in days], "_day string, _low timestamp, _high timestamp"
+        [(day, *hours_read(spec, day)) for day in days], "_day string, _low timestamp, _high timestamp"
     )
 
 
-def _hours_read(spec: StreamSpec, day: str) -> tuple[datetime, datetime]:
+def hours_read(spec: StreamSpec, day: str) -> tuple[datetime, datetime]:
     """The ingestion hours a day's run lists: its read window, the first hour floored (`listing.hours`)."""
     low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
     return low.replace(minute=0, second=0, microsecond=0), high
