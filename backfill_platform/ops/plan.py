@@ -230,7 +230,9 @@ def plan_table(plan: Plan) -> Table:
     )
     # What proves a day complete: its ingestion hours, or the offsets of a Kafka Connect archive.
     missing_column = "missing Kafka offsets" if proves_by_offsets(s) else "missing ingestion hours"
-    for column in ("day", "read window (UTC)", "files", "bytes", "lines", missing_column):
+    # A table archive's "files" are its ingestion hours holding rows, its lines its rows (from metadata).
+    files, lines = ("hours", "rows") if s.archive.iceberg_table else ("files", "lines")
+    for column in ("day", "read window (UTC)", files, "bytes", lines, missing_column):
         table.add_column(column, justify="left" if column.startswith(("read", "missing")) else "right")
     for d in plan.datasets:
         table.add_column(f"{d.name} in production")
@@ -250,8 +252,13 @@ def plan_table(plan: Plan) -> Table:
 def plan_summary(plan: Plan) -> list[str]:
     """The totals, the estimate (or why there is none) and what would block the run."""
     days = len(plan.days)
+    table = plan.stream.archive.iceberg_table
     lines = [
-        f"{days} day(s) read {plan.files:,} distinct archive files, {plan.bytes:,} bytes, "
+        f"{days} day(s) read {plan.lines:,} rows of table {table} in {plan.files:,} ingestion hours, "
+        f"{plan.bytes:,} bytes (from the table's metadata; neighbouring windows share hours: per-day "
+        "figures overlap)"
+        if table
+        else f"{days} day(s) read {plan.files:,} distinct archive files, {plan.bytes:,} bytes, "
         f"{plan.lines:,} lines (neighbouring windows share files: per-day figures overlap)"
     ]
     if plan.unreadable:
