@@ -54,8 +54,14 @@ def build_archive_asset(
         for f in files:
             by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
         versions = {hour: DataVersion(manifest_fingerprint(fs)) for hour, fs in by_hour.items()}
+        held = (
+            f"table {spec.archive.iceberg_table} at snapshot {files[0].snapshot_id}: "
+            f"{sum(f.rows or 0 for f in files):,} rows"
+            if spec.archive.iceberg_table and files
+            else f"{len(files)} files"
+        )
         context.log.info(
-            f"{spec.name} archive: {len(files)} files, {sum(f.size for f in files):,} bytes "
+            f"{spec.name} archive: {held}, {sum(f.size for f in files):,} bytes "
             f"in {len(by_hour)} ingestion hours since {first:%Y-%m-%d %H:%M}"
         )
         for removal in getattr(archive, "removals", []):
