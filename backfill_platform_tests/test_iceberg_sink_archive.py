@@ -38,6 +38,7 @@ from backfill_platform_tests.support.kafka_connect import (
     wait_for_rows,
 )
 from backfill_platform_tests.support.session import START
+from backfill_platform_tests.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 
 D2 = START + timedelta(days=1)
 TOPIC, TABLE, CATALOG = "playback", "raw_landing.playback", "landing"
@@ -109,18 +110,11 @@ def test_events_from_the_sinks_table_are_exactly_the_topic(spark, spark_resource
     spec = sink_spec("playback_sink")
     result = run(spark_resource, [build_events_asset(spec)], START, D2)
     assert result.success
-    settled = {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
+    settled = settled_by_day(result)
     assert [settled[d.isoformat()].passed for d in (START, D2)] == [True, True]
     assert settled[START.isoformat()].metadata["proof"].value == "Kafka offsets of the table's rows"
 
-    events = spark.table(events_table(spark, spec)).select(
-        "event_id", "_kafka_partition", "_kafka_offset", F.to_date("event_time").alias("day")
-    )
-    got = {
-        r["event_id"]: (r["_kafka_partition"], r["_kafka_offset"], r["day"].isoformat())
-        for r in events.collect()
-    }
-    assert got == truth.events
+    assert_events_are_the_truth(spark, spec, truth)
     # The schema change: version 2's fields were read from the sink's JSON text.
     assert spark.table(events_table(spark, spec)).where(F.col("_schema_version") == 2).count() > 0
 
@@ -147,7 +141,7 @@ def test_rows_lost_at_a_windows_edge_are_named_from_the_live_topic(
             LessThanOrEqual("_kafka_metadata_offset", lost[-1]))
     )  # fmt: skip
     result = run(spark_resource, [build_events_asset(spec)], START, START)
-    settled = {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
+    settled = settled_by_day(result)
     assert not settled[START.isoformat()].passed
     assert settled[START.isoformat()].metadata["problem"].value == (
         f"Kafka partition 2: offsets {lost[0]}-{lost[-1]} missing from table {TABLE} "

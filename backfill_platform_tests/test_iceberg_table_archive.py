@@ -28,7 +28,7 @@ from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.iceberg_table import table_archive
 from backfill_platform.pipeline.archive.listing import list_files
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.events.ingest import quarantine_table
 from backfill_platform.pipeline.events.read_record import day_read_versions
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
@@ -36,6 +36,7 @@ from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.session import START, range_tags
+from backfill_platform_tests.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 
 D2 = START + timedelta(days=1)
 NOON = datetime(START.year, START.month, START.day, 12, 30, tzinfo=UTC)
@@ -47,10 +48,6 @@ def table_spec(name: str, table: str, **archive) -> StreamSpec:
     raw["archive"] = {"iceberg_table": table, "payload_column": "payload",
                       "kafka_metadata": {"topic": "playback"}, **archive}  # fmt: skip
     return StreamSpec.model_validate(raw)
-
-
-def settled_by_day(result) -> dict:
-    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
 
 
 @pytest.fixture(scope="module")
@@ -75,14 +72,7 @@ def test_a_table_archive_gives_exactly_the_truth_and_names_a_malformed_row(spark
     assert all(c.passed for c in settled.values()) and len(settled) == 2
     assert settled[START.isoformat()].metadata["proof"].value == "Kafka offsets of the table's rows"
 
-    events = spark.table(events_table(spark, spec)).select(
-        "event_id", "_kafka_partition", "_kafka_offset", F.to_date("event_time").alias("day")
-    )
-    got = {
-        r["event_id"]: (r["_kafka_partition"], r["_kafka_offset"], r["day"].isoformat())
-        for r in events.collect()
-    }
-    assert got == truth.events
+    assert_events_are_the_truth(spark, spec, truth)
 
     quarantined = spark.table(quarantine_table(spark, spec)).collect()
     assert [(q["reason"], q["_source_file"].split(":")[0]) for q in quarantined] == [

@@ -134,3 +134,20 @@ class ToolJars:
         count = len(list(output.glob("*.jar")))
         print(f"{self.name}: {output} <- {count} jars of {self.pom} ({time.perf_counter() - started:.1f} s)")
         return 0
+
+
+def console_log4j2(quiet: dict[str, str]) -> str:
+    """A log4j 2 configuration for a JVM tool: INFO to the console, WARN for the loggers of `quiet`
+    ({key: logger name}), whose INFO lines only repeat configuration or requests."""
+    lines = [
+        "status = warn",
+        "appender.out.type = Console",
+        "appender.out.name = OUT",
+        "appender.out.layout.type = PatternLayout",
+        "appender.out.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.out.ref = OUT",
+    ]
+    for key, logger in quiet.items():
+        lines += [f"logger.{key}.name = {logger}", f"logger.{key}.level = WARN"]
+    return "\n".join(lines) + "\n"

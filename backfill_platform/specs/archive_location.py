@@ -21,6 +21,16 @@ from backfill_platform.specs.common import Identifier, SpecModel
 ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
 
 
+def check_edges(kafka: KafkaConnectSpec | KafkaMetadataSpec) -> KafkaConnectSpec | KafkaMetadataSpec:
+    """`edges_from_topic` asks a live topic and compares contiguous offsets: it needs both."""
+    if kafka.edges_from_topic and (kafka.topic is None or kafka.offsets_have_gaps):
+        raise ValueError(
+            "edges_from_topic needs `topic` (the live topic to ask) and contiguous offsets "
+            "(offsets_have_gaps: false)"
+        )
+    return kafka
+
+
 class KafkaConnectSpec(SpecModel):
     """Files written by Kafka Connect's S3 sink, named `<topic>+<partition>+<startOffset>.<ext>`."""
 
@@ -50,12 +60,7 @@ class KafkaConnectSpec(SpecModel):
 
     @model_validator(mode="after")
     def _edges_need_the_topic(self) -> KafkaConnectSpec:
-        if self.edges_from_topic and (self.topic is None or self.offsets_have_gaps):
-            raise ValueError(
-                "edges_from_topic needs `topic` (the live topic to ask) and contiguous offsets "
-                "(offsets_have_gaps: false)"
-            )
-        return self
+        return check_edges(self)
 
 
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -111,12 +116,7 @@ class KafkaMetadataSpec(SpecModel):
 
     @model_validator(mode="after")
     def _edges_need_the_topic(self) -> KafkaMetadataSpec:
-        if self.edges_from_topic and (self.topic is None or self.offsets_have_gaps):
-            raise ValueError(
-                "edges_from_topic needs `topic` (the live topic to ask) and contiguous offsets "
-                "(offsets_have_gaps: false)"
-            )
-        return self
+        return check_edges(self)
 
     def column(self, name: str) -> str:
         return f"{self.prefix}_{name}"

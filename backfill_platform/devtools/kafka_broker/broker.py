@@ -20,24 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backfill_platform.devtools.kafka_broker.classpath import BROKER_CLASS, STORAGE_TOOL_CLASS, classpath
-from backfill_platform.devtools.tool_jars import java_binary
+from backfill_platform.devtools.tool_jars import console_log4j2, java_binary
 
 STARTUP_TIMEOUT_SECONDS = 90
 JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 # INFO for the broker, WARN for Raft and for the ~1,500 lines of configuration each component prints.
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.raft.name = org.apache.kafka.raft
-logger.raft.level = WARN
-logger.config.name = org.apache.kafka.common.config.AbstractConfig
-logger.config.level = WARN
-"""
+LOG4J2 = console_log4j2(
+    {"raft": "org.apache.kafka.raft", "config": "org.apache.kafka.common.config.AbstractConfig"}
+)
 
 
 @dataclass(frozen=True)

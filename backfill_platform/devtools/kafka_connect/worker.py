@@ -30,7 +30,7 @@ from typing import Any
 
 from backfill_platform.devtools.kafka_broker.broker import free_port
 from backfill_platform.devtools.kafka_connect.classpath import WORKER_CLASS, classpath, plugin_path
-from backfill_platform.devtools.tool_jars import java_binary
+from backfill_platform.devtools.tool_jars import console_log4j2, java_binary
 
 STARTUP_TIMEOUT_SECONDS = 120
 STOP_TIMEOUT_SECONDS = 30
@@ -41,19 +41,12 @@ METADATA_TRANSFORM_CLASS = "org.apache.iceberg.connect.transforms.KafkaMetadataT
 JAVA_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 # INFO for the worker and the sink (its commits), WARN for the configuration each client prints at start
 # and for the REST server's access log (a line per request: a test polls a connector's status).
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.config.name = org.apache.kafka.common.config.AbstractConfig
-logger.config.level = WARN
-logger.rest.name = org.apache.kafka.connect.runtime.rest.RestServer
-logger.rest.level = WARN
-"""
+LOG4J2 = console_log4j2(
+    {
+        "config": "org.apache.kafka.common.config.AbstractConfig",
+        "rest": "org.apache.kafka.connect.runtime.rest.RestServer",
+    }
+)
 
 
 def worker_properties(state_dir: Path, bootstrap: str, port: int, plugins: Path) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import date, datetime
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.hour_mapping import read_window
@@ -31,31 +31,13 @@ def sequence_gaps(
     `records` are the parsed records of the run's files (`parse.parse_records`, with `_sequence_key` and
     `_sequence`); each is judged in the windows of every day that reads its ingestion hour.
     """
-    windows = day_windows(spark, spec, days)
     numbered = records.where(F.col("_sequence_key").isNotNull() & F.col("_sequence").isNotNull())
     seen = (
-        numbered.join(
-            F.broadcast(windows),
-            (F.col("_ingestion_time") >= F.col("_low")) & (F.col("_ingestion_time") < F.col("_high")),
-        )
+        in_day_windows(numbered, day_windows(spark, spec, days))
         .groupBy("_day", "_sequence_key", "_sequence")
         .agg(F.min("_source_file").alias("_file"))  # a number delivered twice: either copy shows it
     )
-    order = Window.partitionBy("_day", "_sequence_key").orderBy("_sequence")
-    holes = (
-        seen.withColumn("_previous", F.lag("_sequence").over(order))
-        .withColumn("_previous_file", F.lag("_file").over(order))
-        .where(F.col("_sequence") - F.col("_previous") > 1)
-    )
-    counted = holes.groupBy("_day").count().collect()
-    named = (
-        holes.withColumn(
-            "_rank", F.row_number().over(Window.partitionBy("_day").orderBy("_sequence_key", "_sequence"))
-        )
-        .where(F.col("_rank") <= MAX_NAMED)
-        .orderBy("_day", "_rank")
-        .collect()
-    )
+    counted, named = holes_by_day(seen, "_sequence_key", "_sequence", carried="_file")
     problems: dict[str, list[str]] = defaultdict(list)
     for row in named:
         first, last = row["_previous"] + 1, row["_sequence"] - 1
@@ -68,10 +50,38 @@ def sequence_gaps(
         problems[row["_day"]].append(
             f"sequence of {spec.sequence.key} {row['_sequence_key']}: {span} missing ({where})"
         )
-    for row in counted:
-        if row["count"] > MAX_NAMED:
-            problems[row["_day"]].append(f"{row['count'] - MAX_NAMED} more sequence holes")
+    for day, count in counted.items():
+        if count > MAX_NAMED:
+            problems[day].append(f"{count - MAX_NAMED} more sequence holes")
     return {day: problems.get(day, []) for day in days}
+
+
+def in_day_windows(records: DataFrame, windows: DataFrame) -> DataFrame:
+    """`records` once per day whose read window (`day_windows`) holds its ingestion time, with `_day`."""
+    return records.join(
+        F.broadcast(windows),
+        (F.col("_ingestion_time") >= F.col("_low")) & (F.col("_ingestion_time") < F.col("_high")),
+    )
+
+
+def holes_by_day(
+    seen: DataFrame, key: str, number: str, carried: str | None = None
+) -> tuple[dict[str, int], list[Row]]:
+    """Where `number` skips within each (`_day`, `key`) of `seen`: how many holes each day has, and its
+    first MAX_NAMED (rows with `_previous`, the number before the hole, and `_previous<carried>`)."""
+    order = Window.partitionBy("_day", key).orderBy(number)
+    holes = seen.withColumn("_previous", F.lag(number).over(order))
+    if carried is not None:
+        holes = holes.withColumn(f"_previous{carried}", F.lag(carried).over(order))
+    holes = holes.where(F.col(number) - F.col("_previous") > 1)
+    counted = {row["_day"]: row["count"] for row in holes.groupBy("_day").count().collect()}
+    named = (
+        holes.withColumn("_rank", F.row_number().over(Window.partitionBy("_day").orderBy(key, number)))
+        .where(F.col("_rank") <= MAX_NAMED)
+        .orderBy("_day", "_rank")
+        .collect()
+    )
+    return counted, named
 
 
 def day_windows(spark: SparkSession, spec: StreamSpec, days: list[str]) -> DataFrame:

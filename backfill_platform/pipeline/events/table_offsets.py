@@ -15,11 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.archive.topic_edges import TopicUnreachable, WindowEdges
-from backfill_platform.pipeline.events.sequences import MAX_NAMED, day_windows, hours_read
+from backfill_platform.pipeline.events.sequences import (
+    MAX_NAMED,
+    day_windows,
+    holes_by_day,
+    hours_read,
+    in_day_windows,
+)
 from backfill_platform.specs.stream import StreamSpec
 
 INSIDE = "Kafka offsets of the table's rows"
@@ -42,30 +48,13 @@ def table_offset_gaps(
     (`archive.kafka_metadata.edges_from_topic`), also those the live topic holds for the window before its
     first row or after its last."""
     table = spec.archive.iceberg_table
-    windows = day_windows(records.sparkSession, spec, days)
+    located = records.where(F.col("_kafka_partition").isNotNull() & F.col("_kafka_offset").isNotNull())
     seen = (
-        records.where(F.col("_kafka_partition").isNotNull() & F.col("_kafka_offset").isNotNull())
-        .join(
-            F.broadcast(windows),
-            (F.col("_ingestion_time") >= F.col("_low")) & (F.col("_ingestion_time") < F.col("_high")),
-        )
+        in_day_windows(located, day_windows(records.sparkSession, spec, days))
         .select("_day", "_kafka_partition", "_kafka_offset")
         .distinct()
     )
-    order = Window.partitionBy("_day", "_kafka_partition").orderBy("_kafka_offset")
-    holes = seen.withColumn("_previous", F.lag("_kafka_offset").over(order)).where(
-        F.col("_kafka_offset") - F.col("_previous") > 1
-    )
-    counted = holes.groupBy("_day").count().collect()
-    named = (
-        holes.withColumn(
-            "_rank",
-            F.row_number().over(Window.partitionBy("_day").orderBy("_kafka_partition", "_kafka_offset")),
-        )
-        .where(F.col("_rank") <= MAX_NAMED)
-        .orderBy("_day", "_rank")
-        .collect()
-    )
+    counted, named = holes_by_day(seen, "_kafka_partition", "_kafka_offset")
     problems: dict[str, list[str]] = defaultdict(list)
     for row in named:
         first, last = row["_previous"] + 1, row["_kafka_offset"] - 1
@@ -74,9 +63,9 @@ def table_offset_gaps(
             f"Kafka partition {row['_kafka_partition']}: {span} missing from table {table} "
             f"(between offsets {row['_previous']} and {row['_kafka_offset']} of the read window)"
         )
-    for row in counted:
-        if row["count"] > MAX_NAMED:
-            problems[row["_day"]].append(f"{row['count'] - MAX_NAMED} more Kafka offset holes")
+    for day, count in counted.items():
+        if count > MAX_NAMED:
+            problems[day].append(f"{count - MAX_NAMED} more Kafka offset holes")
     result = TableOffsets({day: problems.get(day, []) for day in days}, dict.fromkeys(days, INSIDE))
     if edges is not None:
         spans: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
