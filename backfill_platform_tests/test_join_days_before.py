@@ -36,7 +36,7 @@ from backfill_platform.pipeline.run_tags import (
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data, load_specs
 from backfill_platform_tests.support.cli import invoke
-from backfill_platform_tests.support.datasets import TRANSFORMS
+from backfill_platform_tests.support.datasets import write_join_spec
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_before", "impressions_before", "attributed_before"
@@ -58,15 +58,7 @@ def join_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
         stream = builtin_spec_data(builtin)
         stream.update(name=name, archive={**stream["archive"], "location": f"archive/{name}"})
         (specs / f"{name}.yaml").write_text(yaml.safe_dump(stream, sort_keys=False))
-    dataset = builtin_spec_data("attributed_plays")
-    dataset.update(
-        name=DATASET,
-        sources=[PLAYBACK, {"stream": IMPRESSIONS, "lookback": "30m"}],
-        versions={"v2": {"transform": f"{TRANSFORMS}:attributed_before"}},
-        active_version="v2",
-        expected_rows={**dataset["expected_rows"], "source": PLAYBACK},
-    )
-    (specs / f"{DATASET}.yaml").write_text(yaml.safe_dump(dataset, sort_keys=False))
+    write_join_spec(specs, DATASET, PLAYBACK, IMPRESSIONS, "attributed_before")
     home = tmp_path_factory.mktemp("days_before_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:

@@ -26,7 +26,7 @@ from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
-from backfill_platform_tests.support.datasets import TRANSFORMS
+from backfill_platform_tests.support.datasets import write_join_spec
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_files", "impressions_table", "attributed_mixed"
@@ -56,15 +56,7 @@ def mixed_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     impressions.update(name=IMPRESSIONS, archive={"iceberg_table": LANDING, "payload_column": "payload"})
     (specs / f"{IMPRESSIONS}.yaml").write_text(yaml.safe_dump(impressions, sort_keys=False))
 
-    dataset = builtin_spec_data("attributed_plays")
-    dataset.update(
-        name=DATASET,
-        sources=[PLAYBACK, {"stream": IMPRESSIONS, "lookback": "30m"}],
-        versions={"v2": {"transform": f"{TRANSFORMS}:attributed_from_table"}},
-        active_version="v2",
-        expected_rows={**dataset["expected_rows"], "source": PLAYBACK},
-    )
-    (specs / f"{DATASET}.yaml").write_text(yaml.safe_dump(dataset, sort_keys=False))
+    write_join_spec(specs, DATASET, PLAYBACK, IMPRESSIONS, "attributed_from_table")
     home = tmp_path_factory.mktemp("mixed_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:

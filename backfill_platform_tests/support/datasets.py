@@ -64,3 +64,19 @@ def prod_state(spark, spec: DatasetSpec) -> tuple:
 
 def failed_checks(result) -> set[str]:
     return {c.check_name for c in result.get_asset_check_evaluations() if not c.passed}
+
+
+def write_join_spec(folder: Path, name: str, playback: str, impressions: str, transform: str) -> Path:
+    """The demo's join (`attributed_plays`, impressions from 30 minutes before each day) as dataset `name`
+    over the streams `playback` and `impressions`, its active version the transform `TRANSFORMS:transform`."""
+    dataset = builtin_spec_data("attributed_plays")
+    dataset.update(
+        name=name,
+        sources=[playback, {"stream": impressions, "lookback": "30m"}],
+        versions={"v2": {"transform": f"{TRANSFORMS}:{transform}"}},
+        active_version="v2",
+        expected_rows={**dataset["expected_rows"], "source": playback},
+    )
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(dataset, sort_keys=False))
+    return path
