@@ -217,3 +217,24 @@ def test_the_daily_refresh_re_derives_exactly_the_days_a_late_append_touches(
         ],
     )
     assert requested_days(now + timedelta(minutes=2)) == {D2.isoformat()}
+
+
+def test_a_merge_on_read_delete_is_reported_not_read_as_new_data(spark):
+    """Rows deleted through delete files (`write.delete.mode=merge-on-read`): the listing still works,
+    reports the deleted rows, and changes no day's version."""
+    catalog, identifier = open_catalog(), "raw_landing.kc_mor"
+    table = create_landing_table(catalog, identifier)
+    rows, _truth = sink_rows(START, 1, 60, seed=5)
+    append_commits(table, rows)
+    spark.sql(f"ALTER TABLE lake.{identifier} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    spec = table_spec("kc_mor", identifier)
+    first, end = read_window(spec, *day_bounds(START))
+    archive = table_archive(spec.archive, catalog)
+    before = day_read_versions(spec, list_files(archive, first, end), [START.isoformat()])
+    spark.sql(
+        f"DELETE FROM lake.{identifier} WHERE _kafka_metadata_partition = 0 AND _kafka_metadata_offset < 3"
+    )
+    after = day_read_versions(spec, list_files(archive, first, end), [START.isoformat()])
+    assert after == before
+    assert [(r.rows_removed, r.hours) for r in archive.removals] == [(3, [])]
+    assert "through delete files" in archive.removals[0].describe(identifier)

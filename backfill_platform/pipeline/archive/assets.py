@@ -67,12 +67,14 @@ def build_archive_asset(
         for removal in getattr(archive, "removals", []):
             # Never followed (the rows a day was built from stay its rows until it is re-derived on
             # purpose), never silent.
-            low, high = ArchiveReadWindowMapping.for_stream(spec).days_window(
-                min(removal.hours), max(removal.hours) + HOUR
-            )
+            days = "the event days reading them"
+            if removal.hours:
+                low, high = ArchiveReadWindowMapping.for_stream(spec).days_window(
+                    min(removal.hours), max(removal.hours) + HOUR
+                )
+                days = f"the event days {low:%Y-%m-%d} to {high - DAY:%Y-%m-%d}, whose read windows hold these hours,"
             context.log.warning(
-                f"{removal.describe(spec.archive.iceberg_table)}: not treated as new data; the event days "
-                f"{low:%Y-%m-%d} to {high - DAY:%Y-%m-%d}, whose read windows hold these hours, keep what "
+                f"{removal.describe(spec.archive.iceberg_table)}: not treated as new data; {days} keep what "
                 "they were built from until they are re-derived on purpose (a backfill of those days reads "
                 "the table as it is now)"
             )

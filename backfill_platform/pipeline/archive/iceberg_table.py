@@ -41,16 +41,19 @@ class Removal:
     snapshot_id: int
     operation: str
     committed_at: datetime
-    hours: list[datetime]
+    hours: list[datetime]  # empty for rows deleted through delete files
     rows_removed: int
     rows_added: int
 
     def describe(self, table: str) -> str:
-        first, last = min(self.hours), max(self.hours)
+        where = (
+            f"of ingestion hours {min(self.hours):%Y-%m-%d %H}:00 to {max(self.hours):%Y-%m-%d %H}:59"
+            if self.hours
+            else "through delete files (their ingestion hours are not in the table's metadata)"
+        )
         return (
             f"{table} snapshot {self.snapshot_id} ({self.operation}, {self.committed_at:%Y-%m-%d %H:%M} UTC) "
-            f"removed {self.rows_removed:,} rows (added {self.rows_added:,}) of ingestion hours "
-            f"{first:%Y-%m-%d %H}:00 to {last:%Y-%m-%d %H}:59"
+            f"removed {self.rows_removed:,} rows (added {self.rows_added:,}) {where}"
         )
 
 
@@ -163,7 +166,7 @@ class TableArchive:
 
     def _versions(self, table: Any, snapshot: Any, start: datetime, end: datetime) -> dict[datetime, str]:
         """Each hour's last append (`<sequence number>:<snapshot id>`), and the removals seen meanwhile."""
-        from pyiceberg.manifest import ManifestEntryStatus
+        from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
         from pyiceberg.table.snapshots import ancestors_of
 
         io = table.io
@@ -175,16 +178,33 @@ class TableArchive:
             operation = str(snap.summary.operation.value) if snap.summary is not None else "append"
             added: dict[datetime, int] = defaultdict(int)
             removed: dict[datetime, int] = defaultdict(int)
+            deleted_by_files = 0
             for manifest in snap.manifests(io):
                 if manifest.added_snapshot_id != snap.snapshot_id:
                     continue  # carried over from an earlier snapshot
                 for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
                     if entry.snapshot_id != snap.snapshot_id or entry.status == ManifestEntryStatus.EXISTING:
                         continue
+                    if entry.data_file.content != DataFileContent.DATA:
+                        # A delete file (merge-on-read): rows deleted, its hours unknown from metadata.
+                        if entry.status == ManifestEntryStatus.ADDED:
+                            deleted_by_files += entry.data_file.record_count
+                        continue
                     hours = [h for h in self._file_hours(table, entry.data_file) if start <= h < end]
                     bucket = added if entry.status == ManifestEntryStatus.ADDED else removed
                     for hour in hours:
                         bucket[hour] += entry.data_file.record_count
+            if deleted_by_files:
+                self.removals.append(
+                    Removal(
+                        snap.snapshot_id,
+                        operation,
+                        datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC),
+                        [],
+                        deleted_by_files,
+                        0,
+                    )
+                )
             if operation == "append":
                 for hour in added:
                     versions.setdefault(hour, f"{snap.sequence_number}:{snap.snapshot_id}")
