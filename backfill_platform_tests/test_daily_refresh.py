@@ -73,7 +73,7 @@ from backfill_platform_tests.support.dagster_dev import DagsterDev, dagster_dev_
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 
 # Server start (up to 3 min) + both phases (REFRESH_TIMEOUT_SECONDS) + the final reads.
-pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(1500), pytest.mark.long_running(minutes=8)]
+pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(2100), pytest.mark.long_running(minutes=8)]
 
 STREAM = "playback_live"
 DATASET = "views_live"
@@ -83,8 +83,9 @@ SEED = 5  # every ingestion hour of the generated range has a file (not so for e
 # Both phases, from the sensor's start. The first promotion is three runs one after the other (events,
 # shadow, production), each waiting for a sensor tick (5 s here) and the backfill daemon (30 s); the late
 # file one observation (every minute) and one run. Measured: 6-11 min with 30 s ticks, the longer on a
-# loaded 2-core machine.
-REFRESH_TIMEOUT_SECONDS = 16 * 60
+# loaded 2-core machine; 12.5 min, then over 16 min, in CI runs whose other worker ran the soak, the bench
+# and the fault chains beside it (2026-11-26). A bound, not a speed target: it only ends a stuck refresh.
+REFRESH_TIMEOUT_SECONDS = 26 * 60
 POLL_SECONDS = 5
 
 ARCHIVE = ["archive", f"{STREAM}_archive"]
