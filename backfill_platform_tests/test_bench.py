@@ -16,6 +16,7 @@ from rich.console import Console
 from backfill_platform.devtools.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
 from backfill_platform.devtools.bench.measure import busy_seconds
 from backfill_platform.lakehouse.resources import (
+    GENERATED_METHOD_LIMIT,
     LOCAL_CLIENT_JIT_OPTIONS,
     LOCAL_TIERED_JIT_OPTIONS,
     MIB,
@@ -136,3 +137,17 @@ def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
     )
     mine = SparkIcebergResource(catalog=catalog, spark_config={options: "-Xss4m"})
     assert mine.full_spark_config(MIB**2)[options] == "-Xss4m"
+
+
+def test_big_reads_generate_no_method_the_jvm_would_not_compile() -> None:
+    catalog = IcebergCatalogResource(
+        jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
+    )
+    limit = "spark.sql.codegen.hugeMethodLimit"
+    auto = SparkIcebergResource(catalog=catalog, tiered_jit_from_mib=8, class_archive=False)
+    assert limit not in auto.full_spark_config(8 * MIB - 1)  # a small run: Spark's own limit
+    assert auto.full_spark_config(8 * MIB)[limit] == str(GENERATED_METHOD_LIMIT) == "8000"
+    cluster = SparkIcebergResource(catalog=catalog, master="spark://h:7077")
+    assert cluster.full_spark_config()[limit] == "8000"
+    mine = SparkIcebergResource(catalog=catalog, master="spark://h:7077", spark_config={limit: "65535"})
+    assert mine.full_spark_config()[limit] == "65535"

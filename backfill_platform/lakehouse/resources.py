@@ -195,6 +195,16 @@ LOCAL_TIERED_JIT_OPTIONS = (
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
 )
 MIB = 1 << 20
+# Spark fuses a plan's operators into one generated method per stage and keeps it up to 64 KB of
+# bytecode, but the JVM compiles no method over 8,000 bytes (`-XX:+DontCompileHugeMethods`): the strict
+# parse's stage (a lenient parse, strict checks, per-version typing and reasons) ran interpreted, 35% of
+# a warm events pass's samples in that one method (JFR). At the JVM's limit Spark runs such a stage
+# operator by operator, with split methods the JIT compiles. Measured on 3 days x 200k events, one
+# process, medians of 3 warm passes: parse 8.2 -> 6.1 s, parse and classify 11.8 -> 9.8 s, the whole
+# events pass 21.9 -> 20.5 s; the first pass of parse and classify 22.9 -> 11.2 s. (Compiling the huge
+# methods instead, `-XX:-DontCompileHugeMethods`, ran warm passes faster but cost a fresh process more
+# than it saved: the events step 63 -> 75 s.)
+GENERATED_METHOD_LIMIT = 8000
 # Classes PySpark looks up by their short name on every call (`F.when` resolves `functions` again each
 # time, `PythonUtils` converts every list it hands over), imported one by one into the gateway's view.
 # Without, py4j tries the name alone and then each of the view's package imports in turn, and every miss
@@ -247,14 +257,17 @@ class SparkIcebergResource(LazyPySparkResource):
             self._first_read_bytes = read_bytes
         return self.spark_session
 
-    def java_options(self, read_bytes: int | None = None) -> str:
-        """The local driver JVM's options for a session whose first read is `read_bytes` (None: unknown)."""
-        tiered = self.local_jit == "tiered" or (
+    def tiered(self, read_bytes: int | None = None) -> bool:
+        """Whether a local session whose first read is `read_bytes` (None: unknown) compiles with C2."""
+        return self.local_jit == "tiered" or (
             self.local_jit == "auto"
             and read_bytes is not None
             and read_bytes >= self.tiered_jit_from_mib * MIB
         )
-        options = LOCAL_TIERED_JIT_OPTIONS if tiered else LOCAL_CLIENT_JIT_OPTIONS
+
+    def java_options(self, read_bytes: int | None = None) -> str:
+        """The local driver JVM's options for a session whose first read is `read_bytes` (None: unknown)."""
+        options = LOCAL_TIERED_JIT_OPTIONS if self.tiered(read_bytes) else LOCAL_CLIENT_JIT_OPTIONS
         shared = class_archive.java_option() if self.class_archive else ""
         return f"{options} {shared}" if shared else options
 
@@ -287,9 +300,13 @@ class SparkIcebergResource(LazyPySparkResource):
             "spark.driver.memory": "4g",
             **self.catalog.spark_conf(),
         }
+        hint = read_bytes if read_bytes is not None else self._first_read_bytes
         if self.master.startswith("local"):
-            hint = read_bytes if read_bytes is not None else self._first_read_bytes
             conf["spark.driver.extraJavaOptions"] = self.java_options(hint)
+        if not self.master.startswith("local") or self.tiered(hint):
+            # Big reads (and clusters): see GENERATED_METHOD_LIMIT. A small run keeps Spark's limit, where
+            # compiling a stage twice (fused, then operator by operator) would cost more than it saves.
+            conf["spark.sql.codegen.hugeMethodLimit"] = str(GENERATED_METHOD_LIMIT)
         conf.update({k: str(v) for k, v in self.spark_config.items()})
         # Spark would otherwise substitute `${env:…}`/`${system:…}` into any SQL text it parses, secrets
         # included (into error messages that reach run storage). Spec SQL never carries one (see

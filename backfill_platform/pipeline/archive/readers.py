@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file
+from backfill_platform.pipeline.archive.line_blocks import plain_line_blocks
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
 from backfill_platform.specs.archive_location import KafkaConnectSpec
@@ -87,9 +88,15 @@ def _arrow_reader(fmt: RecordFormat, readers: dict | None = None):
 def _file_batches(index: int, path: str, fmt: RecordFormat, reader=None):
     import pyarrow as pa
 
+    records = iter_records(path, fmt, reader)
+    if fmt.name == "jsonl":
+        records = _plain_blocks_first(pa, index, path, fmt, reader)
     columns: list[list] = [[], [], [], [], []]
     size = 0
-    for record in iter_records(path, fmt, reader):
+    for record in records:
+        if isinstance(record, pa.RecordBatch):
+            yield record
+            continue
         for column, value in zip(columns, record, strict=True):
             column.append(value)
         size += len(record[1]) + len(record[2] or b"")
@@ -98,6 +105,29 @@ def _file_batches(index: int, path: str, fmt: RecordFormat, reader=None):
             columns, size = [[], [], [], [], []], 0
     if columns[0]:
         yield _batch(pa, index, columns)
+
+
+def _plain_blocks_first(pa, index: int, path: str, fmt: RecordFormat, reader=None):
+    """A JSON-lines file's plain blocks as ready batches (`archive.line_blocks`), then its records."""
+    import numpy as np
+
+    for item in plain_line_blocks(path, fmt.max_record_bytes, reader):
+        if isinstance(item[1], str):  # a record: `iter_lines` took over
+            yield item
+            continue
+        first, lines = item
+        rows = len(lines)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(rows, index, np.int32)),
+                pa.array(np.arange(first, first + rows, dtype=np.int64)),
+                lines,
+                pa.nulls(rows, pa.binary()),
+                pa.nulls(rows, pa.string()),
+                pa.nulls(rows, pa.string()),
+            ],
+            names=schema_names(_READ_SCHEMA),
+        )
 
 
 def _batch(pa, index: int, columns: list[list]):
