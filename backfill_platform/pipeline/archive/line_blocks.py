@@ -70,16 +70,12 @@ def _blocks(stream, max_line_bytes: int, block_bytes: int) -> Iterator[Any]:
                 yield _lines(carry, max_line_bytes)
             return
         data = carry + data
-        end = data.rfind(b"\n")
-        if end < 0:
-            if len(data) > max_line_bytes + 1:
-                raise _NotPlain("a line longer than the limit")
-            carry = data
-            continue
+        end = data.rfind(b"\n")  # -1: no line ends in the block, all of it is carried
         carry = data[end + 1 :]
         if len(carry) > max_line_bytes + 1:
             raise _NotPlain("a line longer than the limit")
-        yield _lines(data[:end], max_line_bytes)
+        if end >= 0:
+            yield _lines(data[:end], max_line_bytes)
 
 
 def _lines(data: bytes, max_line_bytes: int) -> Any:

@@ -88,9 +88,10 @@ def _arrow_reader(fmt: RecordFormat, readers: dict | None = None):
 def _file_batches(index: int, path: str, fmt: RecordFormat, reader=None):
     import pyarrow as pa
 
-    records = iter_records(path, fmt, reader)
     if fmt.name == "jsonl":
         records = _plain_blocks_first(pa, index, path, fmt, reader)
+    else:
+        records = iter_records(path, fmt, reader)
     columns: list[list] = [[], [], [], [], []]
     size = 0
     for record in records:
