@@ -5,7 +5,8 @@
 #   make demo        run the end-to-end demo
 #   make test        run the test suite (what CI runs, via .ci/run); TEST_ORDER=random or reverse
 #   make test-other-spark  the end-to-end subset on the other Spark line (4.1), in .venv-spark-4.1 (CI runs it too)
-#   make lint        ruff check + ruff format --check
+#   make test-fast   the unit layer (marker `unit`: no Spark, server or run), under a minute: the edit loop
+#   make lint        ruff check + ruff format --check + the import contracts (CI runs it first)
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make rest-catalog  Iceberg's REST catalog server on :8181 (REST_WAREHOUSE=s3://… for an S3 warehouse)
 #   make kafka       a single-node Kafka broker on 127.0.0.1:9092 (KAFKA_PORT), for a replay to Kafka
@@ -96,7 +97,7 @@ export DAGSTER_HOME
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka demo test test-other-spark lint ui bench bench-scale clean-data
+.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka demo test test-fast test-other-spark lint ui bench bench-scale clean-data
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -179,6 +180,11 @@ test: setup
 	@case '$(TEST_ORDER)' in file|random|reverse) ;; \
 		*) echo "test: error: TEST_ORDER must be file, random or reverse, not '$(TEST_ORDER)'" >&2; exit 2;; esac
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
+
+# The unit layer: tests marked `unit` (pure logic), in one process. A test of it that asks for Spark, `dagster
+# dev`, moto or Kafka fails, naming what it asked for (conftest's `refuse_in_unit_layer`): the layer stays fast.
+test-fast: setup
+	BACKFILL_PLATFORM_TEST_LAYER=fast $(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 # The other Spark line: its own environment (.venv-spark-4.1, built on first use), its runtime jar, and the
 # end-to-end subset marked `both_spark_lines` (a validated backfill with promotion and revert, the bad-input

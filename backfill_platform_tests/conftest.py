@@ -21,6 +21,9 @@ from backfill_platform_tests.support.lakehouse import own_data_dir
 from backfill_platform_tests.support.session import DAYS, EVENTS_PER_DAY, START, range_tags
 
 OTHER_WRITERS = "other_writers"
+UNIT = "unit"
+# `make test-fast` sets it: the unit layer, where a test asking for Spark or a server fails (it is not a unit).
+LAYER_ENV = "BACKFILL_PLATFORM_TEST_LAYER"
 _TZ_PATCH = pytest.StashKey[pytest.MonkeyPatch]()
 
 
@@ -37,6 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{OTHER_WRITERS}: the test's subprocesses commit to a catalog (a data directory of the test's own)",
+    )
+    config.addinivalue_line(
+        "markers", f"{UNIT}: pure logic, no Spark, server or subprocess run (`make test-fast`, seconds)"
     )
     workers.configure(config)
     # PySpark hands timestamps to Python as naive local time; the platform and its tests speak UTC.
@@ -88,10 +94,19 @@ def catalog(data_dir: Path):
     return catalog_from_env()
 
 
+def refuse_in_unit_layer(what: str) -> None:
+    """In `make test-fast`, a test that asks for `what` is not a unit: it fails, naming it."""
+    if os.environ.get(LAYER_ENV) == "fast":
+        pytest.fail(
+            f"the unit layer (make test-fast) starts no {what}: this test is not marked `{UNIT}` rightly"
+        )
+
+
 @pytest.fixture(scope="session")
 def spark_resource(catalog):
     from backfill_platform.lakehouse.resources import spark_from_env
 
+    refuse_in_unit_layer("Spark")
     return spark_from_env(catalog)
 
 
@@ -191,6 +206,7 @@ def dagster_dev_specs(dagster_dev_data: Path, tmp_path_factory: pytest.TempPathF
 @pytest.fixture(scope="session")
 def dagster_dev(dagster_dev_data: Path, dagster_dev_specs: Path, tmp_path_factory: pytest.TempPathFactory):
     """`dagster dev` on a free loopback port, its own DAGSTER_HOME and its own data directory."""
+    refuse_in_unit_layer("dagster dev")
     from backfill_platform_tests.support.dagster_dev import dagster_dev_server
 
     with dagster_dev_server(
@@ -230,6 +246,7 @@ def views_backfill(dagster_dev) -> dict:
 @pytest.fixture(scope="session")
 def moto(tmp_path_factory: pytest.TempPathFactory):
     """moto's HTTP server on 127.0.0.1; `moto.env()` is the environment boto3 needs to reach it."""
+    refuse_in_unit_layer("moto server")
     from backfill_platform_tests.support.moto import moto_server
 
     with moto_server(tmp_path_factory.mktemp("moto")) as server:
@@ -269,6 +286,7 @@ def rest_catalog(moto, request: pytest.FixtureRequest, tmp_path_factory: pytest.
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory):
     """A single-node Kafka broker on a free loopback port for one test module (formatted afresh: ~5 s)."""
+    refuse_in_unit_layer("Kafka broker")
     from backfill_platform.devtools.kafka_broker.broker import kafka_broker
 
     with kafka_broker(tmp_path_factory.mktemp("kafka")) as broker:

@@ -112,6 +112,7 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
     assert "(f) big day" in printed and "(g) many small files" in printed
 
 
+@pytest.mark.unit
 def test_busy_seconds_is_the_union_of_jobs_within_the_window() -> None:
     jobs = [(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (9.0, 12.0)]
     assert busy_seconds(jobs, 0.0, 10.0) == 3.0 + 1.0 + 1.0
@@ -119,6 +120,7 @@ def test_busy_seconds_is_the_union_of_jobs_within_the_window() -> None:
     assert busy_seconds([], 0.0, 10.0) == 0.0
 
 
+@pytest.mark.unit
 def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
     catalog = IcebergCatalogResource(
         jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
@@ -139,6 +141,7 @@ def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
     assert mine.full_spark_config(MIB**2)[options] == "-Xss4m"
 
 
+@pytest.mark.unit
 def test_big_reads_generate_no_method_the_jvm_would_not_compile() -> None:
     catalog = IcebergCatalogResource(
         jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"

@@ -11,6 +11,7 @@ import json
 import shutil
 from datetime import date, datetime, timedelta
 
+import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
@@ -41,6 +42,7 @@ def settled_by_day(result) -> dict:
 # --- the rule itself ---------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_a_day_settles_at_its_end_plus_lateness_plus_one_hour(playback):
     # playback: 8 h lateness, 15 min clock skew.
     assert day_horizon(playback, D2) == utc(D3, 9)
@@ -50,6 +52,7 @@ def test_a_day_settles_at_its_end_plus_lateness_plus_one_hour(playback):
     assert required_hours(playback, START)[0] == utc(START)
 
 
+@pytest.mark.unit
 def test_missing_and_pending_hours_are_named(playback):
     files = [
         ArchiveFile(path="", name="", ingestion_hour=h, size=1, modified_ns=0)

@@ -134,5 +134,6 @@ def test_pyiceberg_reads_what_spark_wrote(materialized, catalog, spark, playback
     }
 
 
+@pytest.mark.unit
 def test_events_key_mirrors_table(playback):
     assert events_key(playback) == AssetKey(["raw", "playback_events"])

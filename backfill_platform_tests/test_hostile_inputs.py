@@ -24,6 +24,7 @@ from backfill_platform_tests.support.specs import mutated, write_spec
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.unit
 def test_the_archive_root_is_a_boundary(tmp_path):
     from datetime import UTC, datetime
 
@@ -70,6 +71,7 @@ def test_an_unreadable_archive_file_is_refused_not_read(tmp_path):
     ]
 
 
+@pytest.mark.unit
 def test_plan_names_refused_entries_with_their_names_escaped(tmp_path):
     from backfill_platform.ops.plan import Plan, plan_summary
     from backfill_platform.pipeline.archive.boundary import REFUSED
@@ -91,6 +93,7 @@ def test_plan_names_refused_entries_with_their_names_escaped(tmp_path):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.unit
 def test_plan_over_a_hostile_archive_names_what_it_refused(tmp_path, monkeypatch):
     """The CLI end to end, no Spark: `plan` lists the hour, reads neither the FIFO nor the links out."""
     from click.testing import CliRunner
@@ -182,6 +185,7 @@ YAML_PROBES = {
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("probe", list(YAML_PROBES))
+@pytest.mark.unit
 def test_hostile_yaml_is_refused_on_both_routes_with_file_and_line(tmp_path, probe):
     from backfill_platform.specs.loader import load_spec_file
     from backfill_platform.specs.yaml_guard import check_folder
@@ -196,6 +200,7 @@ def test_hostile_yaml_is_refused_on_both_routes_with_file_and_line(tmp_path, pro
         assert str(error.value).startswith(f"{path}: ") and words in str(error.value), str(error.value)
 
 
+@pytest.mark.unit
 def test_the_components_route_checks_before_dagster_parses():
     """Both code locations that load defs folders (the platform's and `init`'s) run the check first."""
     import backfill_platform.definitions as definitions
@@ -225,6 +230,7 @@ def cli(monkeypatch, spec_folder: Path | None, *args: str):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.unit
 def test_a_refused_spec_is_one_message_with_its_name_made_visible(tmp_path, monkeypatch):
     path = write_yaml(tmp_path, "x\x1b[2J[bold red].yaml", "kind: stream\nname: a\nname: b\n")
     output = cli(
@@ -246,6 +252,7 @@ def replay_spec(folder: Path) -> Path:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.unit
 def test_a_replay_to_the_live_stream_is_refused_before_any_aws_setting_is_needed(tmp_path, monkeypatch):
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
@@ -258,6 +265,7 @@ def test_a_replay_to_the_live_stream_is_refused_before_any_aws_setting_is_needed
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.unit
 def test_a_checkpoint_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
     from backfill_platform.pipeline.replay.checkpoint import CheckpointMismatch, load
 
@@ -267,6 +275,7 @@ def test_a_checkpoint_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.unit
 def test_an_unreachable_catalog_is_named_without_its_password(tmp_path, monkeypatch):
     monkeypatch.setenv(
         "BACKFILL_PLATFORM_CATALOG_SQL_URI", "postgresql+psycopg://team:pw-issue30@127.0.0.1:9/lake"

@@ -53,6 +53,7 @@ SQL_PROBES = [
 
 
 @pytest.mark.parametrize(("sql", "words"), SQL_PROBES, ids=[f"sql{i}" for i in range(len(SQL_PROBES))])
+@pytest.mark.unit
 def test_hostile_filters_are_refused_at_load(tmp_path, sql, words):
     rules = [{**DATASET["reconciliation"][0], "filter": sql}, DATASET["reconciliation"][1]]
     message = refused_dataset(tmp_path, dataset(reconciliation=rules))
@@ -68,6 +69,7 @@ def test_hostile_filters_are_refused_at_load(tmp_path, sql, words):
         ("count(reflect('java.lang.Runtime', 'getRuntime'))", "calls 'reflect'"),
     ],
 )
+@pytest.mark.unit
 def test_hostile_aggregates_are_refused_at_load(tmp_path, sql, words):
     message = refused_dataset(tmp_path, dataset(expected_rows={"expression": sql}))
     assert "field 'expected_rows.expression'" in message and words in message, message
@@ -86,10 +88,12 @@ def test_hostile_aggregates_are_refused_at_load(tmp_path, sql, words):
         ("true", "TRUE"),
     ],
 )
+@pytest.mark.unit
 def test_ordinary_filters_reach_spark_re_rendered(sql, rendered):
     assert checked_condition(sql, ["event_type", "event_time", "_line_number", "x"]) == rendered
 
 
+@pytest.mark.unit
 def test_only_the_checked_text_reaches_spark_for_a_spec_built_in_code(data_dir):
     """A spec built in code skips the loader; the query builder checks again before Spark sees it."""
     from backfill_platform.pipeline.validation.buckets import _checked_rules
@@ -120,6 +124,7 @@ def test_spark_substitutes_no_variable_even_when_asked_to(spark, spark_resource)
     )
 
 
+@pytest.mark.unit
 def test_random_token_soup_is_refused_or_harmless_never_a_crash():
     """Seeded fuzz: sqlglot fails on some malformed input with an IndexError; a rule gets a message."""
     import random

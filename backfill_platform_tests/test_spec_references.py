@@ -40,6 +40,7 @@ def refused(folder: Path, failing: str, stream: dict | None = None, data: dict |
 # --- stream specs -----------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_a_mistyped_version_marker_matched_by_absence_is_refused(tmp_path):
     # Every record lacks `schema_verison`: all would be version 1, the v2 records misread.
     message = refused(tmp_path, "playback", stream=mutated(schema_versions__0__match__field="schema_verison"))
@@ -47,6 +48,7 @@ def test_a_mistyped_version_marker_matched_by_absence_is_refused(tmp_path):
     assert "every record would be version 1" in message and "'schema_version'" in message
 
 
+@pytest.mark.unit
 def test_a_mistyped_version_marker_matched_by_value_is_refused(tmp_path):
     # No record carries `schema_verison`: every version-2 line would be `unknown_schema_version`.
     message = refused(tmp_path, "playback", stream=mutated(schema_versions__1__match__field="schema_verison"))
@@ -54,6 +56,7 @@ def test_a_mistyped_version_marker_matched_by_value_is_refused(tmp_path):
     assert "did you mean 'schema_version'?" in message
 
 
+@pytest.mark.unit
 def test_a_version_marker_that_is_the_event_id_field_is_refused(tmp_path):
     message = refused(tmp_path, "playback", stream=mutated(schema_versions__1__match__field="event_id"))
     assert "field 'schema_versions[1].match.field': 'event_id' is the event id or time field" in message
@@ -81,6 +84,7 @@ DEVICE, COUNTRY = mutated()["schema_versions"][0]["upcast"]
         ),
     ],
 )
+@pytest.mark.unit
 def test_id_time_and_upcast_names_are_checked_against_the_versions(tmp_path, changes, named):
     message = refused(tmp_path, "playback", stream=mutated(**changes))
     assert named in message
@@ -89,6 +93,7 @@ def test_id_time_and_upcast_names_are_checked_against_the_versions(tmp_path, cha
 # --- dataset specs ------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_an_unknown_column_in_expected_rows_names_the_field_and_the_columns(tmp_path):
     rows = {"filter": "event_type IN ('start', 'stop')", "expression": "count(DISTINCT title)"}
     message = refused(tmp_path, "views", data=dataset(expected_rows=rows))
@@ -97,6 +102,7 @@ def test_an_unknown_column_in_expected_rows_names_the_field_and_the_columns(tmp_
     assert "'title_id', " in message and "'_ingestion_time']" in message
 
 
+@pytest.mark.unit
 def test_an_unknown_column_in_a_reconciliation_filter_names_its_index(tmp_path):
     rules = DATASET["reconciliation"]
     data = dataset(reconciliation=[rules[0], {**rules[1], "filter": "event_typ = 'stop' AND devic = 'tv'"}])
@@ -118,17 +124,20 @@ def test_an_unknown_column_in_a_reconciliation_filter_names_its_index(tmp_path):
         ),
     ],
 )
+@pytest.mark.unit
 def test_an_unparseable_or_non_expression_rule_is_refused(tmp_path, expression, reason):
     rules = [{**DATASET["reconciliation"][0], "expression": expression}, DATASET["reconciliation"][1]]
     message = refused(tmp_path, "views", data=dataset(reconciliation=rules))
     assert f"field 'reconciliation[0].expression': {expression!r} {reason}" in message
 
 
+@pytest.mark.unit
 def test_an_unknown_source_stream_names_the_dataset_file(tmp_path):
     message = refused(tmp_path, "views", data=dataset(source_stream="playbak"))
     assert "field 'source_stream': unknown stream 'playbak' (known: ['playback'])" in message
 
 
+@pytest.mark.unit
 def test_an_unknown_transform_names_the_version(tmp_path):
     versions = {"v2": {"transform": "views_beside:nothing_here"}}
     (tmp_path / "views_beside.py").write_text("def views(events):\n    return events\n")
@@ -137,6 +146,7 @@ def test_an_unknown_transform_names_the_version(tmp_path):
     assert "has no 'nothing_here'" in message
 
 
+@pytest.mark.unit
 def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
     rows = {
         "filter": "Event_Type = 'start' AND _line_number > 0",
@@ -149,6 +159,7 @@ def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
     )
 
 
+@pytest.mark.unit
 def test_the_built_in_specs_load_with_every_reference_resolved():
     specs = load_specs([BUILTIN_SPECS_DIR])
     views = specs.datasets["views_per_title"]
@@ -199,6 +210,7 @@ VERSIONS = {
 }
 
 
+@pytest.mark.unit
 def test_transforms_beside_the_spec_load_without_pythonpath(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)
     write_transforms(tmp_path)

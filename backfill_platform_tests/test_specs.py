@@ -8,6 +8,8 @@ from backfill_platform import settings
 from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_spec_file, load_specs
 from backfill_platform_tests.support.specs import VALID, mutated, write_spec
 
+pytestmark = pytest.mark.unit
+
 
 def test_demo_spec_loads_with_its_versions():
     spec = load_specs([BUILTIN_SPECS_DIR]).streams["playback"]

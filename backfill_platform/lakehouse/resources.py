@@ -195,6 +195,7 @@ LOCAL_TIERED_JIT_OPTIONS = (
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
 )
 MIB = 1 << 20
+PYTHON_DAEMON_MODULE = "backfill_platform.lakehouse.python_workers"
 # Spark fuses a plan's operators into one generated method per stage and keeps it up to 64 KB of
 # bytecode, but the JVM compiles no method over 8,000 bytes (`-XX:+DontCompileHugeMethods`): the strict
 # parse's stage (a lenient parse, strict checks, per-version typing and reasons) ran interpreted, 35% of
@@ -298,6 +299,9 @@ class SparkIcebergResource(LazyPySparkResource):
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.memory": "4g",
+            # PySpark's daemon, started so that a task does not re-read the workers' zip archives
+            # (lakehouse/python_workers.py); executors import this package anyway (transforms, readers).
+            "spark.python.daemon.module": PYTHON_DAEMON_MODULE,
             **self.catalog.spark_conf(),
         }
         hint = read_bytes if read_bytes is not None else self._first_read_bytes
