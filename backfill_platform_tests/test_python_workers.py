@@ -3,6 +3,7 @@ path only when the archive changed (lakehouse/python_workers.py)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 import zipfile
 import zipimport
@@ -66,8 +67,6 @@ def test_a_changed_archive_is_read_again_and_its_new_module_imports(
     assert importer.find_spec("second_module_of_the_archive") is not None
     monkeypatch.syspath_prepend(str(archive))
     monkeypatch.delitem(sys.modules, "second_module_of_the_archive", raising=False)
-    import importlib
-
     importlib.invalidate_caches()
     assert importlib.import_module("second_module_of_the_archive").VALUE == 2
 

@@ -14,6 +14,7 @@ workers it forks inherit both). On Python 3.12+, whose importers re-read lazily,
 
 from __future__ import annotations
 
+import importlib
 import os
 import zipimport
 from collections.abc import Callable
@@ -51,8 +52,6 @@ def read_archives_only_when_changed() -> None:
 
 def main() -> None:
     read_archives_only_when_changed()
-    import importlib
-
     from pyspark import daemon
 
     # Stamp the daemon's importers now, so that the workers it forks inherit stamps, not a first read each.
