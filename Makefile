@@ -7,6 +7,7 @@
 #   make test-other-spark  the end-to-end subset on the other Spark line (4.1), in .venv-spark-4.1 (CI runs it too)
 #   make test-fast   the unit layer (marker `unit`: no Spark, server or run), under a minute: the edit loop
 #   make lint        ruff check + ruff format --check + the import contracts (CI runs it first)
+#   make docs        the documentation site (docs/, mkdocs.yml) into data/site, strictly: a broken link fails
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make rest-catalog  Iceberg's REST catalog server on :8181 (REST_WAREHOUSE=s3://… for an S3 warehouse)
 #   make kafka       a single-node Kafka broker on 127.0.0.1:9092 (KAFKA_PORT), for a replay to Kafka
@@ -97,7 +98,7 @@ export DAGSTER_HOME
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka demo test test-fast test-other-spark lint ui bench bench-scale clean-data
+.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka demo test test-fast test-other-spark lint docs ui bench bench-scale clean-data
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -164,12 +165,12 @@ jars-lock: system-deps venv
 # Apache Iceberg's REST catalog server in the foreground (Ctrl-C stops it), on REST_PORT of every interface,
 # its catalog and log under data/rest-catalog. The warehouse: REST_WAREHOUSE (default a local folder under
 # data/; s3://bucket/prefix with the standard AWS variables). It prints the variables that point the platform
-# at it (README, "Where things run").
+# at it (docs/deployment.md, "Where things run").
 rest-catalog: setup
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog --port $(REST_PORT) $(if $(REST_WAREHOUSE),--warehouse $(REST_WAREHOUSE))
 
 # A single-node Apache Kafka broker (KRaft) in the foreground on 127.0.0.1:KAFKA_PORT, formatted afresh under
-# data/kafka at each start; it prints the variable that points a replay at it (README, "Online replay").
+# data/kafka at each start; it prints the variable that points a replay at it (docs/s3-and-replay.md, "Online replay to Kafka").
 kafka: setup
 	$(BIN)/python -m backfill_platform.devtools.kafka_broker --port $(KAFKA_PORT)
 
@@ -196,6 +197,13 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+
+# The documentation site: `--strict` turns mkdocs' warnings (a link to a missing page or anchor, a page
+# outside the nav) into a failure. Open data/site/index.html, or `$(BIN)/mkdocs serve` while writing.
+docs: venv
+	$(BIN)/python -c 'import material' 2>/dev/null || \
+		$(BIN)/python -m pip install --disable-pip-version-check -e '.[test,docs,$(SPARK_EXTRA)]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir data/site
 
 # A shell started in the background (`make ui &`) ignores SIGINT, and `dagster dev` maps SIGTERM to its
 # SIGINT handler, so it could then not be stopped cleanly; restore the default SIGINT before exec.

@@ -42,7 +42,7 @@ assert DAYS[1] == BROKEN_DAY
 TRANSFORMS = "backfill_platform_tests.daily_transforms"
 PROMOTION_VERIFIED = "promotion_verified"
 
-# The README's example ("Writing a transform"), as a spec folder holds it.
+# The docs' example ("Writing a transform"), as a spec folder holds it.
 DAILY_PLAYS_YAML = f"""
 kind: dataset
 name: daily_plays
@@ -219,6 +219,9 @@ def test_a_shadow_wrong_on_one_day_fails_that_day_only(
     assert failed.metadata["buckets_failed"].value == 1
     assert [record.data["bucket"] for record in failed.metadata["failed_buckets"].records] == ["whole day"]
     if failing == CHECKSUMS:  # the rows are all there; only the sum is wrong
+        # The problem says which figure is the shadow's and which the events imply.
+        problem = failed.metadata["failed_buckets"].records[0].data["difference"]
+        assert ": shadow " in problem and ", events imply " in problem, problem
         row_counts = verdicts(result, ROW_COUNTS)
         assert row_counts and all(e.passed for e in row_counts.values())
     assert not table_exists(spark, production_table(spark, spec))  # nothing was promoted

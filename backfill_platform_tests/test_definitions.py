@@ -48,6 +48,11 @@ def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
     # Only the active version is on the production path's group; others are kept apart.
     assert graph.get(v2).group_name == graph.get(production).group_name == "views_per_title"
     assert graph.get(v1).group_name == "views_per_title_other_versions"
+    # What the UI says of each: only the active version feeds production.
+    assert "production is promoted from it." in graph.get(v2).description
+    assert "(active: feeds production)" in graph.get(v2).description
+    assert "promoted from the active version's shadow (v2), not from this one" in graph.get(v1).description
+    assert "(active" not in graph.get(v1).description
     assert {k.name for k in graph.asset_check_keys if k.asset_key == production} == {"promotion_verified"}
     assert definitions.get_job_def("revert_promotion_job") is not None
 

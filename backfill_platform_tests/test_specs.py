@@ -111,10 +111,10 @@ def test_missing_spec_folder_is_a_clear_error(tmp_path, monkeypatch):
         load_specs()
 
 
-def test_the_readme_spec_reference_is_the_one_generated_from_the_models():
+def test_the_docs_spec_reference_is_the_one_generated_from_the_models():
     from pathlib import Path
 
     from backfill_platform.specs.reference import markdown_reference
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert markdown_reference() in readme, "regenerate the README's spec reference (specs/reference.py)"
+    page = (Path(__file__).resolve().parents[1] / "docs" / "spec-reference.md").read_text()
+    assert markdown_reference() in page, "regenerate docs/spec-reference.md (specs/reference.py)"

@@ -19,7 +19,7 @@ class Dataset(SpecComponent[DatasetSpec]):
     """A dataset computed from the events of `source_stream` (or of several `sources`) by versioned
     transforms: one shadow table per version, validated per day, and the production table fed by the
     active version's validated shadow in one atomic Iceberg commit. Attributes: the dataset spec (see
-    the README)."""
+    docs/spec-reference.md)."""
 
     spec_model = DatasetSpec
 

@@ -11,8 +11,8 @@ from dagster import Component, ComponentLoadContext, Definitions
 
 
 class Lakehouse(Component):
-    """The lakehouse of this project: catalog and Spark resources from the environment (see the README's
-    deployment tiers), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
+    """The lakehouse of this project: catalog and Spark resources from the environment (see
+    docs/deployment.md), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         from backfill_platform.orchestration.factory import platform_definitions

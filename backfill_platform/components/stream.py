@@ -14,7 +14,7 @@ from backfill_platform.specs.stream import StreamSpec
 class Stream(SpecComponent[StreamSpec]):
     """An event stream archived hourly as JSON lines: the observable archive and the events table
     (parsed, upcast to the latest schema, deduplicated, quarantined with reasons), checked per day.
-    Attributes: the stream spec (see the README's spec reference)."""
+    Attributes: the stream spec (see docs/spec-reference.md)."""
 
     spec_model = StreamSpec
 

@@ -1,4 +1,4 @@
-"""The spec reference in the README, generated from the spec models: every field, its type, default and
+"""The spec reference (docs/spec-reference.md), generated from the spec models: every field, its type, default and
 description, so the documentation cannot drift from what the loader accepts (a test compares them)."""
 
 from __future__ import annotations

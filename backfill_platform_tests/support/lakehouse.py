@@ -3,7 +3,7 @@
 The session's catalog (conftest's `data_dir`) is written by the test process only. A test whose
 subprocesses commit (a CLI run, `dagster dev`'s runs) gives them a data directory of its own: once another
 process has committed to a SQLite catalog, a long-lived session's pooled JDBC connection can fail its next
-write with SQLITE_BUSY_SNAPSHOT (the README's known limits). The test reads that lakehouse back through a
+write with SQLITE_BUSY_SNAPSHOT (docs/limits.md). The test reads that lakehouse back through a
 new Spark session bound to it (`lakehouse_session`), which has catalog connections of its own.
 """
 

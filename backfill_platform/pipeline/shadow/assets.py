@@ -115,7 +115,12 @@ def build_shadow_asset(
             f"{reads_text}, written to "
             f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
             f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
-            "production is promoted from it."
+            + (
+                "production is promoted from it."
+                if is_active
+                else f"production is promoted from the active version's shadow ({spec.active_version}), "
+                "not from this one."
+            )
         ),
         metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
     )

@@ -104,7 +104,7 @@ def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list
 
     def problem(want: BucketFigures, got: BucketFigures) -> str | None:
         wrong = [
-            f"{r.column} {got.sums.get(r.column, 0)} vs {want.sums.get(r.column, 0)}"
+            f"{r.column}: shadow {got.sums.get(r.column, 0)}, events imply {want.sums.get(r.column, 0)}"
             for r in spec.reconciliation
             if got.sums.get(r.column, 0) != want.sums.get(r.column, 0)
         ]
