@@ -175,6 +175,11 @@ def test_backfill_promotes_and_the_report_matches_ledger_and_production(backfill
         assert row["records"] == truth["partitions"][day]["records"]
         assert cells[1] == f"{row['records']:,}" and cells[5] == f"{counts[day]:,}"
         assert cells[6:] == ["passed", f"v2 @ {snapshot}", "promoted"]
+    # The events step's throughput, over the records of the range's days the ledger holds.
+    records = sum(truth["partitions"][day]["records"] for day in PROMOTED_DAYS)
+    throughput = next(line for line in backfill_result.output.splitlines() if line.startswith("events step"))
+    assert f"): {records:,} archive records in " in throughput, throughput
+    assert throughput.endswith(" events/s"), throughput
 
     run = DagsterInstance.get().get_run_by_id(rows[PROMOTED_DAYS[0]]["promotion_run_id"])
     assert run.tags["backfill_platform/reason"] == "cli test"

@@ -155,6 +155,7 @@ def backfill(
         days_before_lines,
         problem_lines,
         report_table,
+        throughput_line,
     )
     from backfill_platform.ops.graphql import SubmitError
     from backfill_platform.ops.in_process import run_backfill
@@ -185,6 +186,8 @@ def backfill(
         with instance_from_env() as instance, refusals(), running as update:
             outcome = run_backfill(request, instance, on_step=step_update(update))
     console.print(report_table(outcome, per_day))
+    if throughput := throughput_line(outcome):
+        console.print(throughput, markup=False, highlight=False)
     for line in days_before_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     for line in problem_lines(outcome):

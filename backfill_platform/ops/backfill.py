@@ -244,3 +244,24 @@ def days_before_lines(outcome: BackfillOutcome) -> list[str]:
                     f"{what}: read as it was, not re-derived (ingested by run {row['run_id']}, {verdict})"
                 )
     return lines
+
+
+def throughput_line(outcome: BackfillOutcome) -> str | None:
+    """The events step's throughput, from the ledger rows this backfill's runs wrote: `events step
+    (playback): 201,965 archive records in 38.2 s, 5,287 events/s`. None when no day of the range was
+    ingested by it (the step failed before recording, or its rows are older)."""
+    runs = outcome.run_ids or (outcome.run_id,)
+    ours = [
+        row
+        for day, row in outcome.ingestions.items()
+        if row["run_id"] in runs and day in outcome.request.days
+    ]
+    if not ours:
+        return None
+    records = sum(row["records"] or 0 for row in ours)
+    # Every day of one events run carries that run's wall time; a submitted backfill may have several runs.
+    seconds = sum({row["run_id"]: row["run_seconds"] or 0.0 for row in ours}.values())
+    rate = f", {records / seconds:,.0f} events/s" if seconds else ""
+    return (
+        f"events step ({outcome.request.stream.name}): {records:,} archive records in {seconds:.1f} s{rate}"
+    )
