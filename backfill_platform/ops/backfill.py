@@ -201,8 +201,7 @@ def _row(outcome: BackfillOutcome, days: list[date]) -> tuple[str, ...]:
         values = [row.get(key) for row in rows]
         return "-" if any(v is None for v in values) else f"{sum(values):,}"
 
-    shadow = shadows[0]
-    checks = "-" if not shadow else "passed" if shadow["checks_passed"] else f"[red]{shadow['failed_checks']}"
+    checks = _checks_cell(events[0], shadows[0])
     production = {production_label(outcome.production.get(day)) for day in days}
     promoted = outcome.promoted_by_this_run(days[0])
     verdict = "dry run" if r.dry_run else "promoted" if promoted else "[red]held back"
@@ -214,10 +213,34 @@ def _row(outcome: BackfillOutcome, days: list[date]) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+def _checks_cell(events: dict, shadow: dict) -> str:
+    """The day's verdict: the events' failed checks first (nothing can be validated on them: the root
+    cause, e.g. `events: settled`), else the shadow's, else `-` when neither was checked."""
+    if events and events.get("checks_passed") is False:
+        return f"[red]events: {events['failed_checks']}"
+    if not shadow:
+        return "-"
+    return "passed" if shadow["checks_passed"] else f"[red]{shadow['failed_checks']}"
+
+
+# How Dagster ends a step whose blocking checks failed: the days and checks are the lines above it.
+CHECK_FAILURE_ERROR = "DagsterAssetCheckFailedError"
+
+
 def problem_lines(outcome: BackfillOutcome) -> list[str]:
-    """`2026-10-03 quarantine_ratio 3.1% > 1%: 981 lines unknown_schema_version`, per failed day."""
+    """`2026-10-03 quarantine_ratio 3.1% > 1%: 981 lines unknown_schema_version`, per failed day; then
+    each failed step, in words when blocking checks stopped it."""
     lines = [f"{p.day} {p.check} {p.detail}" + ("" if p.blocking else " (warning)") for p in outcome.problems]
-    lines += [f"step {failure}" for failure in outcome.step_failures]
+    failed_days = sorted({p.day for p in outcome.problems if p.blocking})
+    for failure in outcome.step_failures:
+        step, _, message = failure.partition(": ")
+        if CHECK_FAILURE_ERROR in message and failed_days:
+            lines.append(
+                f"step {step} stopped by the blocking checks above ({', '.join(failed_days)}): "
+                "the steps after it did not run"
+            )
+        else:
+            lines.append(f"step {failure}")
     return lines
 
 
