@@ -124,18 +124,20 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
             raise_on_error=False,
         )
 
-    # Observed once, as the daily refresh's sensor would: the UI shows each ingestion hour's data version.
-    observed = observe(
-        [build_archive_asset(stream)],
-        instance=dagster,
-        partition_key=ingestion_partitions(stream).get_last_partition_key(),
-        run_config=quiet("ERROR"),
-        tags={OBSERVE_ALL_TAG: "true"},  # the archive was just regenerated: every hour is new
-    )
-    hours = sum(1 for e in observed.all_events if e.event_type_value == "ASSET_OBSERVATION")
-    console.print(
-        f"   observed archive/{stream.name}: a data version for each of its {hours} ingestion hours"
-    )
+    # Observed once, as the daily refresh's sensor would: the UI shows each ingestion hour's data version
+    # of both archives the demo reads (the impressions' are read by step 7's join).
+    for archived in (stream, specs.streams["impressions"]):
+        observed = observe(
+            [build_archive_asset(archived)],
+            instance=dagster,
+            partition_key=ingestion_partitions(archived).get_last_partition_key(),
+            run_config=quiet("ERROR"),
+            tags={OBSERVE_ALL_TAG: "true"},  # the archive was just regenerated: every hour is new
+        )
+        hours = sum(1 for e in observed.all_events if e.event_type_value == "ASSET_OBSERVATION")
+        console.print(
+            f"   observed archive/{archived.name}: a data version for each of its {hours} ingestion hours"
+        )
 
     events_key = ("raw", stream.events_table)
     step = time.monotonic()
