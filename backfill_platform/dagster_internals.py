@@ -33,7 +33,7 @@ from dagster._core.definitions.partitions.subset.all import AllPartitionsSubset
 from dagster._core.definitions.partitions.subset.partitions_subset import PartitionsSubset
 from dagster._core.definitions.partitions.subset.time_window import TimeWindowPartitionsSubset
 
-# ReconstructableRepository: `ops/` runs a backfill with the public `execute_job`, which takes a
+# ReconstructableRepository: `operations/` runs a backfill with the public `execute_job`, which takes a
 # reconstructable job: the code location's own implicit asset job (`__ASSET_JOB`, the job of the UI's
 # runs), found through the location's `defs`. The public `reconstructable` / `build_reconstructable_job`
 # only rebuild a function returning a job, which Dagster wraps in an ephemeral repository where

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.ops.status import dataset_status
+from backfill_platform.operations.status import dataset_status
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
 from backfill_platform.pipeline.promotion.assets import build_production_asset

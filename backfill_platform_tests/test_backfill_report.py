@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 from rich.console import Console
 
-from backfill_platform.ops.backfill import (
+from backfill_platform.operations.backfill import (
     BackfillOutcome,
     BackfillRequest,
     DayProblem,

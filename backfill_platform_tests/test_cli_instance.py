@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from backfill_platform import settings
-from backfill_platform.ops import submit
-from backfill_platform.ops.explain import describe
+from backfill_platform.operations import submit
+from backfill_platform.operations.explain import describe
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
 from backfill_platform_tests.support.dagster_dev import SUBMIT_DATASET, SUBMIT_STREAM, free_port
 from backfill_platform_tests.support.lakehouse import catalog_of
@@ -105,7 +105,7 @@ def test_backfill_submitted_to_the_webserver(dagster_dev, dagster_dev_specs: Pat
     # The ledger (PyIceberg, on the server's lakehouse): each day promoted by that run; production holds
     # the shadow's rows.
     # The ledger (PyIceberg): each day promoted by that run; production holds the shadow's rows.
-    from backfill_platform.ops.ledger_view import in_production, ledger_rows
+    from backfill_platform.operations.ledger_view import in_production, ledger_rows
 
     catalog = catalog_of(dagster_dev.data_dir).load()
     promoted = {str(d): r for d, r in in_production(ledger_rows(catalog, SUBMIT_DATASET)).items()}

@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import read_at
-from backfill_platform.ops.submit import asset_statuses
+from backfill_platform.operations.submit import asset_statuses
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform.pipeline.shadow.validate import CHECK_DESCRIPTIONS
 from backfill_platform_tests.support.dagster_dev import (

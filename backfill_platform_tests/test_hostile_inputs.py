@@ -44,7 +44,7 @@ def test_the_archive_root_is_a_boundary(tmp_path):
     assert all(unlisted[name].lines == 0 for name in refused)  # counted, never opened
     assert unlisted["2026/10/01/inside.jsonl"].why.startswith("outside the hour layout")
     # `plan` finds the same refusals through the stream's spec (and names them, below).
-    from backfill_platform.ops.plan import refused_entries
+    from backfill_platform.operations.plan import refused_entries
     from backfill_platform.pipeline.archive.listing import archive_for
     from backfill_platform.specs.stream import StreamSpec
 
@@ -73,7 +73,7 @@ def test_an_unreadable_archive_file_is_refused_not_read(tmp_path):
 
 @pytest.mark.unit
 def test_plan_names_refused_entries_with_their_names_escaped(tmp_path):
-    from backfill_platform.ops.plan import Plan, plan_summary
+    from backfill_platform.operations.plan import Plan, plan_summary
     from backfill_platform.pipeline.archive.boundary import REFUSED
     from backfill_platform.pipeline.archive.listing import UnlistedFile
     from backfill_platform.specs.stream import StreamSpec

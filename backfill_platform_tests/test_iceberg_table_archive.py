@@ -23,7 +23,7 @@ from backfill_platform.devtools.generator.iceberg_landing import (
     sink_rows,
 )
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.ops.plan import build_plan
+from backfill_platform.operations.plan import build_plan
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.iceberg_table import table_archive
 from backfill_platform.pipeline.archive.listing import list_files

@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_kafka_connect_archive
-from backfill_platform.ops.plan import build_plan
+from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_problems
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import events_table

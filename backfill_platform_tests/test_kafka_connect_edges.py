@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from backfill_platform import settings
 from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_kafka_connect_archive
-from backfill_platform.ops.plan import build_plan
+from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds

@@ -17,7 +17,7 @@ from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import current_snapshot_id
-from backfill_platform.ops.ledger_view import latest, ledger_rows
+from backfill_platform.operations.ledger_view import latest, ledger_rows
 from backfill_platform.pipeline.ledger.latest import LATEST_ORDER, latest_per
 from backfill_platform.pipeline.ledger.ledger import (
     LedgerRow,

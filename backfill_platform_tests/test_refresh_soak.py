@@ -51,7 +51,7 @@ from backfill_platform import faults, settings
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.devtools.generator.truth import compute_partitions, read_archive
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
-from backfill_platform.ops.status import status
+from backfill_platform.operations.status import status
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.specs.dataset import DatasetSpec

@@ -35,7 +35,7 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
     """
-    from backfill_platform.ops.plan import plan_summary, plan_table
+    from backfill_platform.operations.plan import plan_summary, plan_table
     from backfill_platform.specs.durations import DAY
     from backfill_platform.specs.loader import load_specs
 
@@ -74,7 +74,7 @@ def counted_plan(console, stream, datasets, first, after, read_from=None):
     """`build_plan` of one stream with a progress bar of the bytes counted."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-    from backfill_platform.ops.plan import build_plan
+    from backfill_platform.operations.plan import build_plan
 
     with Progress(
         f"counting lines of {stream.name}",
@@ -149,7 +149,7 @@ def backfill(
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
     """
-    from backfill_platform.ops.backfill import (
+    from backfill_platform.operations.backfill import (
         POLICIES,
         BackfillRequest,
         days_before_lines,
@@ -157,10 +157,10 @@ def backfill(
         report_table,
         throughput_line,
     )
-    from backfill_platform.ops.graphql import SubmitError
-    from backfill_platform.ops.in_process import run_backfill
-    from backfill_platform.ops.progress import backfill_update, progress_display, step_update
-    from backfill_platform.ops.submit import submit_backfill
+    from backfill_platform.operations.graphql import SubmitError
+    from backfill_platform.operations.in_process import run_backfill
+    from backfill_platform.operations.progress import backfill_update, progress_display, step_update
+    from backfill_platform.operations.submit import submit_backfill
     from backfill_platform.orchestration.instance import instance_from_env
     from backfill_platform.specs.loader import load_specs
 
@@ -207,7 +207,7 @@ def status_command(dataset: str | None) -> None:
     """Per dataset and day: promoted (version @ snapshot), provisional, blocked (failed checks), stale
     (events re-derived since validated), validated or adopted — from the ledger, through PyIceberg (no
     Spark). `ledger --dataset D` first repairs the ledger if a process died after a production commit."""
-    from backfill_platform.ops.status import status, status_table
+    from backfill_platform.operations.status import status, status_table
     from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
@@ -223,7 +223,7 @@ def report_command(ident: str, out: Path | None) -> None:
     duplicates, quarantined, late, shadow rows and hash sum, diverging rows, checks, and the production
     snapshot(s) it promoted and when — from the ledger and production's snapshots, through PyIceberg (no
     Spark). For a backfill id, the runs the Dagster instance knows for it are included."""
-    from backfill_platform.ops.report import build_report, report_markdown
+    from backfill_platform.operations.report import build_report, report_markdown
 
     quiet_dagster()
     with refusals():
@@ -246,7 +246,7 @@ def sweep_command(dataset: str, start, end) -> None:
     divergent days and, per contiguous span of them, the `backfill` command that re-derives it. Exits
     1 when it proposes a backfill, 0 when nothing diverges.
     """
-    from backfill_platform.ops.sweep import sweep, sweep_table
+    from backfill_platform.operations.sweep import sweep, sweep_table
     from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()

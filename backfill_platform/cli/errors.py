@@ -4,7 +4,7 @@ Every command runs inside `RefusingGroup`, which turns the platform's refusals (
 range, a promotion or a replay refused: `ValueError`s and the refusal types) and the environment's
 predictable failures (no AWS region or credentials, a catalog that cannot be reached, a file that cannot
 be opened) into a `click.ClickException`. The message comes from data, so control characters are made
-visible (`ops.terminal.visible`) and a `user:password@` in a URL is masked. Anything else is a bug of the
+visible (`operations.terminal.visible`) and a `user:password@` in a URL is masked. Anything else is a bug of the
 platform and keeps its traceback.
 """
 
@@ -14,7 +14,7 @@ import re
 
 import click
 
-from backfill_platform.ops.terminal import visible
+from backfill_platform.operations.terminal import visible
 
 _CREDENTIALS_IN_URL = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 

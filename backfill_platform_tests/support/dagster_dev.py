@@ -8,8 +8,8 @@ the demo's: `playback_gap_ui`, a copy of the generated playback archive with one
 and the dataset `views_gap_ui` on it. `playback_submitted`/`views_submitted`: a whole copy, which
 test_cli_instance.py backfills through `backfill-platform backfill --instance`.
 
-The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/ops/graphql.py` and
-`backfill_platform/ops/submit.py`.
+The GraphQL (queries, launch, wait) is the platform's own client, `backfill_platform/operations/graphql.py` and
+`backfill_platform/operations/submit.py`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from backfill_platform import settings
-from backfill_platform.ops import graphql, submit
-from backfill_platform.ops.graphql import GraphQLClient, SubmitError
+from backfill_platform.operations import graphql, submit
+from backfill_platform.operations.graphql import GraphQLClient, SubmitError
 from backfill_platform.pipeline.run_tags import SOURCE_DAYS_BEFORE_TAG
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 from backfill_platform_tests.support.session import REPO_ROOT

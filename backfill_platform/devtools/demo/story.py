@@ -35,7 +35,7 @@ from backfill_platform.devtools.demo.attribution import attribution_story
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.devtools.generator.impressions import generate_impressions_archive
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
-from backfill_platform.ops.ledger_report import promotion_report
+from backfill_platform.operations.ledger_report import promotion_report
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.assets import OBSERVE_ALL_TAG, build_archive_asset
 from backfill_platform.pipeline.ledger.ledger import ledger

@@ -3,7 +3,7 @@
 A day has one row per run that covered it (and per adoption). The latest is the row with the greatest
 `LATEST_ORDER`: the most recently recorded, and on a tie of `recorded_at` (two runs recording within the
 clock's resolution) the greater `run_id`. The gate and the ingestion figures (Spark, `ledger.py`),
-`status`, `plan` and `backfill` (PyIceberg, `ops.ledger_view`) and the promotion report (a Spark
+`status`, `plan` and `backfill` (PyIceberg, `operations.ledger_view`) and the promotion report (a Spark
 window, `latest_per`) all use it, so they never disagree on which validation a day stands on.
 """
 

@@ -1,8 +1,8 @@
 """`backfill-platform backfill`: events → active shadow → checks → production for a range, in one run.
 
 A request (dataset, range, reason, ticket, policy, dry run) is either run in this process
-(`ops/in_process.py`) or submitted to a running webserver (`--instance URL`, `ops/submit.py`). Both
-end with the same outcome, read back the same way (`ops/read_back.py`): each failed check and day from
+(`operations/in_process.py`) or submitted to a running webserver (`--instance URL`, `operations/submit.py`). Both
+end with the same outcome, read back the same way (`operations/read_back.py`): each failed check and day from
 the runs' check evaluations, each day's figures and promotion from the ledger. This module holds the
 request, the outcome and its report: a table per day, and one line per failed check and day.
 """
@@ -15,7 +15,7 @@ from datetime import date
 from dagster import AssetKey
 from rich.table import Table
 
-from backfill_platform.ops.ledger_view import Row, production_label
+from backfill_platform.operations.ledger_view import Row, production_label
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.assets import production_key

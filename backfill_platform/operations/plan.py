@@ -19,7 +19,7 @@ from rich.table import Table
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.ops.ledger_view import (
+from backfill_platform.operations.ledger_view import (
     Row,
     events_throughput,
     in_production,
@@ -28,8 +28,8 @@ from backfill_platform.ops.ledger_view import (
     ledger_rows,
     production_label,
 )
-from backfill_platform.ops.number_sample import NumberSample, sample_numbers
-from backfill_platform.ops.terminal import shown
+from backfill_platform.operations.number_sample import NumberSample, sample_numbers
+from backfill_platform.operations.terminal import shown
 from backfill_platform.pipeline.archive.boundary import REFUSED, is_refusal
 from backfill_platform.pipeline.archive.listing import (
     ArchiveFile,

@@ -28,8 +28,8 @@ from rich.table import Table
 
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import current_snapshot_id, in_range, read_at, table_exists
-from backfill_platform.ops.explain import describe
-from backfill_platform.ops.ledger_view import (
+from backfill_platform.operations.explain import describe
+from backfill_platform.operations.ledger_view import (
     Row,
     in_production,
     ledger_rows,

@@ -3,8 +3,8 @@
 The run executes the location's asset job (`backfill_platform.definitions`) with the location's own
 executor (worker tag, catalog writer lock, pool waits), recorded in the Dagster instance of
 `DAGSTER_HOME`: the same run the UI shows, with the same tags a UI backfill would carry. Progress: a
-watcher thread reads the run's step events from the instance as they are stored (`ops/progress.py`).
-The report is then read back from the run's event log and the ledger (`ops/read_back.py`).
+watcher thread reads the run's step events from the instance as they are stored (`operations/progress.py`).
+The report is then read back from the run's event log and the ledger (`operations/read_back.py`).
 
 Without DAGSTER_HOME, the instance is `<BACKFILL_PLATFORM_DATA>/dagster` (`orchestration/instance.py`),
 so a second data directory has its own run history.
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dagster import DagsterInstance, execute_job
 
 from backfill_platform.dagster_internals import ReconstructableRepository
-from backfill_platform.ops.backfill import BackfillOutcome, BackfillRequest
-from backfill_platform.ops.progress import StepProgress, StepWatcher
-from backfill_platform.ops.read_back import events_in_log, read_back
+from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest
+from backfill_platform.operations.progress import StepProgress, StepWatcher
+from backfill_platform.operations.read_back import events_in_log, read_back
 
 DEFINITIONS_MODULE = "backfill_platform.definitions"
 

@@ -2,8 +2,8 @@
 
 The same calls the UI makes: `launchPartitionBackfill` with the request's asset keys and days, polled
 with `partitionBackfillOrError` until the daemon marks it done, with its progress; then the same report
-as a run in this process, read back from each run's `logsForRun` (`ops/read_back.py`), so it needs no
-access to the instance's storage (it may be remote). The client is `ops/graphql.py`.
+as a run in this process, read back from each run's `logsForRun` (`operations/read_back.py`), so it needs no
+access to the instance's storage (it may be remote). The client is `operations/graphql.py`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from backfill_platform.ops.backfill import BackfillOutcome, BackfillRequest
-from backfill_platform.ops.graphql import GraphQLClient, SubmitError, missing_assets, wait_until_loaded
-from backfill_platform.ops.read_back import events_over_graphql, read_back
+from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest
+from backfill_platform.operations.graphql import GraphQLClient, SubmitError, missing_assets, wait_until_loaded
+from backfill_platform.operations.read_back import events_over_graphql, read_back
 from backfill_platform.specs.durations import DAY
 
 TERMINAL_BACKFILL_STATUSES = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}

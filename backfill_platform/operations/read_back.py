@@ -1,9 +1,9 @@
 """The per-day report of a backfill, read back, never parsed from log text: one path for both routes.
 
-A backfill run in this process (`ops/in_process.py`) and one submitted to a webserver (`ops/submit.py`)
+A backfill run in this process (`operations/in_process.py`) and one submitted to a webserver (`operations/submit.py`)
 end the same way. Each of their runs gives its check evaluations and step failures, from the Dagster
 instance's event log here or over GraphQL there (the instance may be remote); `read_back` then turns
-the failed checks into per-day problems with their numbers (`ops/explain.py`) and adds each day's
+the failed checks into per-day problems with their numbers (`operations/explain.py`) and adds each day's
 ledger rows, read through PyIceberg.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 from dagster import DagsterEventType, DagsterInstance
 
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.ops.backfill import BackfillOutcome, BackfillRequest, DayProblem
-from backfill_platform.ops.explain import describe
-from backfill_platform.ops.graphql import METADATA_ENTRIES, GraphQLClient, SubmitError, metadata_values
-from backfill_platform.ops.ledger_view import in_production, ingestion_rows, latest, ledger_rows
+from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest, DayProblem
+from backfill_platform.operations.explain import describe
+from backfill_platform.operations.graphql import METADATA_ENTRIES, GraphQLClient, SubmitError, metadata_values
+from backfill_platform.operations.ledger_view import in_production, ingestion_rows, latest, ledger_rows
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
-from backfill_platform.ops.ledger_view import Row, read_rows
+from backfill_platform.operations.ledger_view import Row, read_rows
 from backfill_platform.pipeline.ledger.commits import ACTION, VERSION, commit_days
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.run_tags import BACKFILL_ID, RUN_ID

@@ -2,7 +2,7 @@
 
 `dagster_graphql.DagsterGraphQLClient` submits jobs but not partition backfills, hence this client. It
 checks that the code locations loaded and define the assets, and reads check evaluations' metadata as
-plain values. Submitting a backfill is `ops/submit.py`; reading its runs back, `ops/read_back.py`. The
+plain values. Submitting a backfill is `operations/submit.py`; reading its runs back, `operations/read_back.py`. The
 end-to-end tests use the same queries (`backfill_platform_tests/dagster_dev.py`).
 """
 

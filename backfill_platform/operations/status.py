@@ -22,7 +22,7 @@ from datetime import date
 from rich.table import Table
 
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.ops.ledger_view import (
+from backfill_platform.operations.ledger_view import (
     Row,
     in_production,
     ingestion_rows,

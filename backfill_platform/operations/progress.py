@@ -17,7 +17,7 @@ from dagster import DagsterEventType, DagsterInstance, RunsFilter
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TimeElapsedColumn
 
-from backfill_platform.ops import submit
+from backfill_platform.operations import submit
 
 
 @dataclass(frozen=True)
