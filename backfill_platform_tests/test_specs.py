@@ -111,10 +111,21 @@ def test_missing_spec_folder_is_a_clear_error(tmp_path, monkeypatch):
         load_specs()
 
 
+def test_the_reference_page_is_rewritten_between_its_markers(tmp_path):
+    from backfill_platform.specs.reference_page import BEGIN, END, markdown_reference, rewrite
+
+    page = tmp_path / "spec-reference.md"
+    page.write_text(f"# Spec reference\n\nintro\n\n{BEGIN}\nstale\n{END}\n\nafter\n")
+    rewrite(page)
+    assert page.read_text() == f"# Spec reference\n\nintro\n\n{markdown_reference()}\n\nafter\n"
+
+
 def test_the_docs_spec_reference_is_the_one_generated_from_the_models():
     from pathlib import Path
 
-    from backfill_platform.specs.reference import markdown_reference
+    from backfill_platform.specs.reference_page import markdown_reference
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "spec-reference.md").read_text()
-    assert markdown_reference() in page, "regenerate docs/spec-reference.md (specs/reference.py)"
+    assert markdown_reference() in page, (
+        "regenerate it: python -m backfill_platform.specs.reference_page docs/spec-reference.md"
+    )
