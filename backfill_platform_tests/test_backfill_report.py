@@ -90,11 +90,15 @@ def test_a_day_whose_events_failed_names_that_check_in_the_table(data_dir):
 
 def test_a_step_stopped_by_blocking_checks_is_said_in_words(data_dir):
     failing = DayProblem("2026-10-02", "raw/playback_events", "settled", "no archive file for ...", True)
-    failure = "raw__playback_events: dagster._core.errors.DagsterAssetCheckFailedError: 1 blocking asset check failed"
+    failure = (
+        "raw__playback_events: dagster._core.errors.DagsterAssetCheckFailedError: "
+        "1 blocking asset check failed"
+    )
     done = outcome({})
     done.problems, done.step_failures = [failing], [failure, "shadow__x: ValueError: boom"]
     assert problem_lines(done) == [
         "2026-10-02 settled no archive file for ...",
-        "step raw__playback_events stopped by the blocking checks above (2026-10-02): the steps after it did not run",
+        "step raw__playback_events stopped by the blocking checks above (2026-10-02): "
+        "the steps after it did not run",
         "step shadow__x: ValueError: boom",  # any other failure keeps its own message
     ]

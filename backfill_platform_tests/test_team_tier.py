@@ -289,7 +289,8 @@ class TeamBackfill:
 def team_env(
     postgres: Postgres, cluster: SparkCluster, rest_catalog, moto, data_dir: Path, dagster_home: Path
 ) -> dict[str, str]:
-    """Exactly the settings of the team-tier block in docs/deployment.md; nothing else differs from the embedded tier."""
+    """Exactly the settings of the team-tier block in docs/deployment.md; nothing else differs from the
+    embedded tier."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BACKFILL_PLATFORM_", "DAGSTER_PG_"))}
     env.update(moto.env())  # AWS_ENDPOINT_URL, region and the credentials: the standard AWS variables
     env.update(

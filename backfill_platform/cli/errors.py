@@ -4,8 +4,8 @@ Every command runs inside `RefusingGroup`, which turns the platform's refusals (
 range, a promotion or a replay refused: `ValueError`s and the refusal types) and the environment's
 predictable failures (no AWS region or credentials, a catalog that cannot be reached, a file that cannot
 be opened) into a `click.ClickException`. The message comes from data, so control characters are made
-visible (`operations.terminal.visible`) and a `user:password@` in a URL is masked. Anything else is a bug of the
-platform and keeps its traceback.
+visible (`operations.terminal.visible`) and a `user:password@` in a URL is masked. Anything else is a bug
+of the platform and keeps its traceback.
 """
 
 from __future__ import annotations

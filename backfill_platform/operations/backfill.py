@@ -1,9 +1,9 @@
 """`backfill-platform backfill`: events → active shadow → checks → production for a range, in one run.
 
 A request (dataset, range, reason, ticket, policy, dry run) is either run in this process
-(`operations/in_process.py`) or submitted to a running webserver (`--instance URL`, `operations/submit.py`). Both
-end with the same outcome, read back the same way (`operations/read_back.py`): each failed check and day from
-the runs' check evaluations, each day's figures and promotion from the ledger. This module holds the
+(`operations/in_process.py`) or submitted to a running webserver (`--instance URL`,
+`operations/submit.py`). Both end with the same outcome, read back the same way
+(`operations/read_back.py`): each failed check and day from the runs' check evaluations, each day's figures and promotion from the ledger. This module holds the
 request, the outcome and its report: a table per day, and one line per failed check and day.
 """
 
@@ -112,9 +112,14 @@ class BackfillOutcome:
     # (source, day before the range its lookback reads) -> that day's latest events figures
     before: dict[tuple[str, date], Row] = field(default_factory=dict)
 
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """Every run of this backfill: its runs when submitted, else the one run."""
+        return self.run_ids or (self.run_id,)
+
     def promoted_by_this_run(self, day: date) -> bool:
         row = self.production.get(day)
-        return bool(row and row.get("promotion_run_id") in (self.run_ids or (self.run_id,)))
+        return bool(row and row.get("promotion_run_id") in self.runs)
 
     @property
     def held_back(self) -> list[date]:
@@ -153,7 +158,7 @@ def report_table(outcome: BackfillOutcome, per_day: bool | None = None) -> Table
     """
     r = outcome.request
     what = "dry run" if r.dry_run else "backfill"
-    runs = outcome.run_ids or (outcome.run_id,)
+    runs = outcome.runs
     source = f"run {', '.join(runs)}" if len(runs) <= 2 else f"{len(runs)} runs"
     source = f"backfill {outcome.backfill_id}, {source}" if outcome.backfill_id else source
     per_day = len(r.days) <= PER_DAY_ROWS_UP_TO if per_day is None else per_day
@@ -250,7 +255,7 @@ def days_before_lines(outcome: BackfillOutcome) -> list[str]:
     `impressions 2026-09-30 (read by the lookback of 2026-10-01): ingested by this run, 1,204 records,
     checks passed`, or `… read as it was, not re-derived: ingested by run …, checks passed`.
     """
-    runs = outcome.run_ids or (outcome.run_id,)
+    runs = outcome.runs
     lines = []
     for stream, days in outcome.request.days_before.items():
         for day in days:
@@ -273,12 +278,9 @@ def throughput_line(outcome: BackfillOutcome) -> str | None:
     """The events step's throughput, from the ledger rows this backfill's runs wrote: `events step
     (playback): 201,965 archive records in 38.2 s, 5,287 events/s`. None when no day of the range was
     ingested by it (the step failed before recording, or its rows are older)."""
-    runs = outcome.run_ids or (outcome.run_id,)
-    ours = [
-        row
-        for day, row in outcome.ingestions.items()
-        if row["run_id"] in runs and day in outcome.request.days
-    ]
+    runs = outcome.runs
+    # `ingestions` holds the range's days only (read_back).
+    ours = [row for row in outcome.ingestions.values() if row["run_id"] in runs]
     if not ours:
         return None
     records = sum(row["records"] or 0 for row in ours)

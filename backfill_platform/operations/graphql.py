@@ -2,8 +2,8 @@
 
 `dagster_graphql.DagsterGraphQLClient` submits jobs but not partition backfills, hence this client. It
 checks that the code locations loaded and define the assets, and reads check evaluations' metadata as
-plain values. Submitting a backfill is `operations/submit.py`; reading its runs back, `operations/read_back.py`. The
-end-to-end tests use the same queries (`backfill_platform_tests/dagster_dev.py`).
+plain values. Submitting a backfill is `operations/submit.py`; reading its runs back,
+`operations/read_back.py`. The end-to-end tests use the same queries (`backfill_platform_tests/dagster_dev.py`).
 """
 
 from __future__ import annotations

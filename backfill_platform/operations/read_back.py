@@ -1,7 +1,7 @@
 """The per-day report of a backfill, read back, never parsed from log text: one path for both routes.
 
-A backfill run in this process (`operations/in_process.py`) and one submitted to a webserver (`operations/submit.py`)
-end the same way. Each of their runs gives its check evaluations and step failures, from the Dagster
+A backfill run in this process (`operations/in_process.py`) and one submitted to a webserver
+(`operations/submit.py`) end the same way. Each of their runs gives its check evaluations and step failures, from the Dagster
 instance's event log here or over GraphQL there (the instance may be remote); `read_back` then turns
 the failed checks into per-day problems with their numbers (`operations/explain.py`) and adds each day's
 ledger rows, read through PyIceberg.

@@ -1,6 +1,7 @@
 """The spec reference page (docs/spec-reference.md), generated from the spec models: every field, its type,
 default and description, so the documentation cannot drift from what the loader accepts (a test compares
-them). `python -m backfill_platform.specs.reference_page docs/spec-reference.md` rewrites the generated block."""
+them). `python -m backfill_platform.specs.reference_page docs/spec-reference.md` rewrites the generated
+block."""
 
 from __future__ import annotations
 
