@@ -81,8 +81,8 @@ def test_a_missing_hour_blocks_exactly_the_days_that_read_it(
     stream = stream_copy(playback, data_dir, "playback_gap")
     shutil.rmtree(data_dir / "archive" / "playback_gap" / "2026" / "10" / "03" / "05")
     spec = dataset("views_gap", source_stream=stream.name)
-    assets = [build_events_asset(stream), build_shadow_asset(spec, stream, "v2")]
-    result = run(spark_resource, [*assets, build_production_asset(spec, stream)], D2, D4)
+    assets = [build_events_asset(stream), build_shadow_asset(spec, [stream], "v2")]
+    result = run(spark_resource, [*assets, build_production_asset(spec, [stream])], D2, D4)
 
     assert not result.success
     settled = settled_by_day(result)
@@ -122,8 +122,8 @@ def test_an_unsettled_day_is_blocked_or_promoted_as_provisional(
     spec = dataset("views_fresh", source_stream=stream.name)
     chain = [
         build_events_asset(provisional),
-        build_shadow_asset(spec, provisional, "v2"),
-        build_production_asset(spec, provisional),
+        build_shadow_asset(spec, [provisional], "v2"),
+        build_production_asset(spec, [provisional]),
     ]
     result = run(spark_resource, chain, D3, D4)
     assert result.success, failed_checks(result)
@@ -147,8 +147,8 @@ def test_promotion_refuses_a_validation_of_events_since_rederived(
     spec = dataset("views_late", source_stream=stream.name)
     events, shadow, production = (
         build_events_asset(stream),
-        build_shadow_asset(spec, stream, "v2"),
-        build_production_asset(spec, stream),
+        build_shadow_asset(spec, [stream], "v2"),
+        build_production_asset(spec, [stream]),
     )
     assert run(spark_resource, [events, shadow, production], D2, D2).success
     before = prod_state(spark, spec)

@@ -168,8 +168,8 @@ def promoted(truth, data_dir, spark_resource, playback):
     spec = daily("daily_plays", source_stream=stream.name)
     assets = [
         build_events_asset(stream),
-        build_shadow_asset(spec, stream, "v1"),
-        build_production_asset(spec, stream),
+        build_shadow_asset(spec, [stream], "v1"),
+        build_production_asset(spec, [stream]),
     ]
     result = materialize(
         assets, resources={"spark": spark_resource}, tags=range_tags(D1, D3), raise_on_error=False
@@ -208,7 +208,7 @@ def test_a_shadow_wrong_on_one_day_fails_that_day_only(
     events_materialized, spark, spark_resource, playback, function, failing
 ):
     spec = daily(f"daily_broken_{failing}", active="broken", extra_versions={"broken": function})
-    chain = [build_shadow_asset(spec, playback, "broken"), build_production_asset(spec, playback)]
+    chain = [build_shadow_asset(spec, [playback], "broken"), build_production_asset(spec, [playback])]
     result = materialize(
         chain, resources={"spark": spark_resource}, tags=range_tags(D1, D3), raise_on_error=False
     )
@@ -232,7 +232,7 @@ def test_rows_changed_behind_the_platforms_back_fail_that_day(
 ):
     # A dataset of the test's own, validated and promoted, then its shadow changed behind the platform's back.
     spec = daily("daily_plays_tampered")
-    chain = [build_shadow_asset(spec, playback, "v1"), build_production_asset(spec, playback)]
+    chain = [build_shadow_asset(spec, [playback], "v1"), build_production_asset(spec, [playback])]
     result = materialize(
         chain, resources={"spark": spark_resource}, tags=range_tags(D1, D3), raise_on_error=False
     )
@@ -240,7 +240,7 @@ def test_rows_changed_behind_the_platforms_back_fail_that_day(
     target = shadow_table(spark, spec, "v1")
     spark.sql(f"UPDATE {target} SET plays = plays + 1 WHERE event_date = DATE '{BROKEN_DAY}'")
     with pytest.raises(PromotionRefused, match="changed after its validation"):
-        promote(spark, spec, playback, D1, END)
+        promote(spark, spec, [playback], D1, END)
 
     # The same checks, run again on the tampered shadow, fail exactly that day.
     events = spark.table(events_table(spark, playback)).where(in_range("event_time", D1, END))

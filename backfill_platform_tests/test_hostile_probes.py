@@ -199,7 +199,7 @@ def test_a_run_of_a_hostile_spec_stores_no_secret(
     (tmp_path / "dagster").mkdir()
     with DagsterInstance.local_temp(tempdir=str(tmp_path / "dagster")) as instance:
         result = materialize(
-            [build_shadow_asset(spec, playback, "v2")],
+            [build_shadow_asset(spec, [playback], "v2")],
             resources={"spark": spark_resource},
             tags=range_tags(START, START),
             instance=instance,

@@ -71,13 +71,13 @@ def test_the_next_promotion_records_one_whose_ledger_write_was_lost(
     ready, spark, spark_resource, playback, monkeypatch
 ):
     spec = dataset("views_truth_next")
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D2).success
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2).success
     monkeypatch.setattr(promote_module, "reconcile_ledger", no_ledger_write)
-    lost = promote(spark, spec, playback, D1, D2, {"dagster.run-id": "lost-write"})
+    lost = promote(spark, spec, [playback], D1, D2, {"dagster.run-id": "lost-write"})
     assert facts(spark, spec.name, "v2")[D1.isoformat()] == (None, None, None)  # production says otherwise
 
     monkeypatch.undo()
-    following = promote(spark, spec, playback, D2, D3, {"dagster.run-id": "next-run"})
+    following = promote(spark, spec, [playback], D2, D3, {"dagster.run-id": "next-run"})
     assert facts(spark, spec.name, "v2") == {
         D1.isoformat(): (lost.snapshot_id, "lost-write", None),
         D2.isoformat(): (following.snapshot_id, "next-run", None),
@@ -110,8 +110,8 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
         (f"adopt-{adopted}", adopted, "tester", "legacy")
     }
 
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D2).success
-    promotion = promote(spark, spec, playback, D1, D3, {"dagster.run-id": "promoted"})
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2).success
+    promotion = promote(spark, spec, [playback], D1, D3, {"dagster.run-id": "promoted"})
     monkeypatch.setattr(revert_module, "reconcile_ledger", no_ledger_write)
     reverted = revert_promotion(spark, spec, promotion.snapshot_id, reason="lost revert record")
     assert set(facts(spark, spec.name, "v2").values()) == {(promotion.snapshot_id, "promoted", None)}
@@ -132,8 +132,8 @@ def test_the_revert_job_materializes_each_restored_day(
     name = "views_truth_job"
     monkeypatch.setenv(settings.SPECS_ENV, str(write_dataset_spec(tmp_path / "specs", name)))
     spec = dataset(name)
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D2).success
-    promotion = promote(spark, spec, playback, D1, D3)
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2).success
+    promotion = promote(spark, spec, [playback], D1, D3)
     result = revert_promotion_job.execute_in_process(
         run_config={"ops": {"revert_promotion_op": {"config": {"dataset": name, "reason": "job"}}}},
         resources={"spark": spark_resource},
@@ -168,7 +168,7 @@ specs = load_specs()
 spec, stream = specs.datasets[name], specs.streams["playback"]
 resource = spark_from_env(catalog_from_env())
 tags = {"dagster/asset_partition_range_start": sys.argv[2], "dagster/asset_partition_range_end": sys.argv[4]}
-assets = [build_events_asset(stream), build_shadow_asset(spec, stream, "v2")]
+assets = [build_events_asset(stream), build_shadow_asset(spec, [stream], "v2")]
 assert materialize(assets, resources={"spark": resource}, tags=tags).success
 commit = promotion.replace_range
 
@@ -177,7 +177,7 @@ def commit_then_die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
 promotion.replace_range = commit_then_die
-promotion.promote(resource.spark_session, spec, stream, first, end, {"dagster.run-id": "killed-run"})
+promotion.promote(resource.spark_session, spec, [stream], first, end, {"dagster.run-id": "killed-run"})
 raise SystemExit("the promotion should have been killed after its commit")
 """
 

@@ -132,7 +132,7 @@ def test_a_dataset_names_nested_columns_in_its_rules_and_reconciles(spark_resour
     (problem,) = dataset_problems(wrong, {NAME: nested})
     assert "context_device" in problem.reason and "context_device_type" in problem.reason
     result = run(
-        spark_resource, [build_events_asset(nested), build_shadow_asset(views, nested, "v2")], D2, D4
+        spark_resource, [build_events_asset(nested), build_shadow_asset(views, [nested], "v2")], D2, D4
     )
     checks = [
         c for c in result.get_asset_check_evaluations() if "views_nested" in c.asset_key.to_user_string()

@@ -47,10 +47,10 @@ def ready(events_materialized):
 @pytest.mark.both_spark_lines
 def test_v1_bug_is_caught_per_bucket_and_v2_passes(ready, spark, spark_resource, playback):
     spec = dataset("views_bug")
-    v1 = run(spark_resource, [build_shadow_asset(spec, playback, "v1")], D1, D2)
+    v1 = run(spark_resource, [build_shadow_asset(spec, [playback], "v1")], D1, D2)
     assert not v1.success
     assert {"row_counts_per_bucket", "checksums_per_bucket"} <= failed_checks(v1)
-    v2 = run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D2)
+    v2 = run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2)
     assert v2.success and failed_checks(v2) <= {"divergence_vs_production"}  # production is empty: warning
     rows = {
         (r["version"], r["partition"].isoformat()): r
@@ -97,25 +97,25 @@ def test_a_bad_shadow_never_reaches_production(ready, spark, spark_resource, pla
     assert prod_state(spark, good) == before
 
     # Materializing production alone later is refused too, and still changes nothing.
-    alone = run(spark_resource, [build_production_asset(bad, playback)], D1, D2)
+    alone = run(spark_resource, [build_production_asset(bad, [playback])], D1, D2)
     assert not alone.success
     assert prod_state(spark, good) == before
     with pytest.raises(PromotionRefused, match="blocking checks failed"):
-        promote(spark, bad, playback, D1, D2 + timedelta(days=1))
+        promote(spark, bad, [playback], D1, D2 + timedelta(days=1))
 
 
 def test_promotion_refuses_when_checks_never_ran(ready, spark, playback):
     spec = dataset("views_never", active="v1")
     with pytest.raises(PromotionRefused, match="never materialized"):
-        promote(spark, spec, playback, D1, D2)
+        promote(spark, spec, [playback], D1, D2)
 
 
 def test_promotion_refuses_a_shadow_changed_after_validation(ready, spark, spark_resource, playback):
     spec = dataset("views_changed")
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1).success
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D1).success
     spark.sql(f"DELETE FROM {shadow_table(spark, spec, 'v2')} WHERE event_hour = 3")
     with pytest.raises(PromotionRefused, match="changed after its validation"):
-        promote(spark, spec, playback, D1, D2)
+        promote(spark, spec, [playback], D1, D2)
 
 
 @pytest.mark.both_spark_lines
@@ -267,9 +267,9 @@ def test_a_promotion_based_on_a_stale_view_of_production_is_refused(ready, spark
 
 def test_promotion_refuses_days_whose_checks_never_ran(ready, spark, spark_resource, playback):
     spec = dataset("views_partial")
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1).success
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D1).success
     with pytest.raises(PromotionRefused, match=f"{D2.isoformat()}: the checks of shadow v2 never ran"):
-        promote(spark, spec, playback, D1, D3)
+        promote(spark, spec, [playback], D1, D3)
     assert not table_exists(spark, production_table(spark, spec)) or prod_state(spark, spec)[0] is None
 
 
@@ -359,7 +359,7 @@ def test_a_key_value_with_a_pipe_reads_back_whole_from_the_divergence_sample(
              "unique_viewers": 2}  # fmt: skip
     spark.createDataFrame([extra], spark.table(legacy).schema).writeTo(legacy).append()
     adopt(spark, spec, legacy, D1, D2, reason="old pipeline output with one more row")
-    result = run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D1)
+    result = run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D1)
     assert result.success  # without a launched bound, divergence is a warning
     (check,) = [c for c in result.get_asset_check_evaluations() if c.check_name == "divergence_vs_production"]
     assert check.metadata["diverging_rows"].value == 1
@@ -405,7 +405,7 @@ def test_cutover_review_and_retiring_an_old_shadow(ready, spark, spark_resource,
 
     spec = dataset("views_cutover")
     assert run(spark_resource, promotion_chain(spec, playback), D1, D1).success
-    assert not run(spark_resource, [build_shadow_asset(spec, playback, "v1")], D1, D1).success
+    assert not run(spark_resource, [build_shadow_asset(spec, [playback], "v1")], D1, D1).success
     v1 = history_divergence(spark, spec, "v1")
     v2 = history_divergence(spark, spec, "v2")
     assert v2.diverging == 0 and v1.partitions[D1.isoformat()].changed > 0
@@ -437,11 +437,11 @@ def test_events_rewritten_after_their_checks_block_the_shadow(
     assert run(spark_resource, [build_events_asset(stream)], day, day).success
     spark.sql(f"DELETE FROM {events_table(spark, stream)} WHERE event_id IN "
               f"(SELECT event_id FROM {events_table(spark, stream)} WHERE to_date(event_time) = DATE'{day}' LIMIT 5)")  # fmt: skip
-    result = run(spark_resource, [build_shadow_asset(spec, stream, "v2")], day, day)
+    result = run(spark_resource, [build_shadow_asset(spec, [stream], "v2")], day, day)
     assert not result.success and "events_validated" in failed_checks(result)
     check = next(c for c in result.get_asset_check_evaluations() if c.check_name == "events_validated")
     assert check.partition == day.isoformat()
     assert "changed after their checks" in check.metadata["problem"].value
     # Re-deriving the day (and its verdict) unblocks the shadow.
     assert run(spark_resource, [build_events_asset(stream)], day, day).success
-    assert run(spark_resource, [build_shadow_asset(spec, stream, "v2")], day, day).success
+    assert run(spark_resource, [build_shadow_asset(spec, [stream], "v2")], day, day).success

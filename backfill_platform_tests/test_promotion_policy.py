@@ -75,18 +75,18 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
     spec = flaky("views_policy")
     adopted = adopted_legacy(spark, spec, playback)
     legacy = fingerprints(spark, spec)
-    shadow_run = run(spark_resource, [build_shadow_asset(spec, playback, "flaky")], D1, D3)
+    shadow_run = run(spark_resource, [build_shadow_asset(spec, [playback], "flaky")], D1, D3)
     assert not shadow_run.success and "row_counts_per_bucket" in failed_checks(shadow_run)
 
     # All or nothing (the default): one failing day refuses the range; production is untouched.
     with pytest.raises(PromotionRefused, match=rf"{FLAKY_DAY}: blocking checks failed") as refused:
-        promote(spark, spec, playback, D1, END, {"dagster.run-id": "all-or-nothing"})
+        promote(spark, spec, [playback], D1, END, {"dagster.run-id": "all-or-nothing"})
     assert D1.isoformat() not in str(refused.value) and "Production is unchanged" in str(refused.value)
     table = production_table(spark, spec)
     assert current_snapshot_id(spark, table) == adopted and fingerprints(spark, spec) == legacy
 
     # Per day: D1 and D3 in one commit on top of the adopted state; D2 keeps its legacy rows.
-    promotion = promote(spark, spec, playback, D1, END, {"dagster.run-id": "per-day"}, per_day=True)
+    promotion = promote(spark, spec, [playback], D1, END, {"dagster.run-id": "per-day"}, per_day=True)
     d1, d2, d3 = (d.isoformat() for d in DAYS_1_3)
     assert promotion.days == [d1, d3] and list(promotion.held_back) == [d2]
     assert "row_counts_per_bucket" in promotion.held_back[d2]
@@ -131,10 +131,10 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
 
 def test_per_day_refuses_when_no_day_passes_naming_every_day(ready, spark, spark_resource, playback):
     spec = flaky("views_policy_none")
-    assert not run(spark_resource, [build_shadow_asset(spec, playback, "flaky")], D2, D2).success
+    assert not run(spark_resource, [build_shadow_asset(spec, [playback], "flaky")], D2, D2).success
     never = D3  # no validation at all
     with pytest.raises(PromotionRefused) as refused:
-        promote(spark, spec, playback, D2, never + timedelta(days=1), per_day=True)
+        promote(spark, spec, [playback], D2, never + timedelta(days=1), per_day=True)
     message = str(refused.value)
     assert f"{D2.isoformat()}: blocking checks failed" in message
     assert f"{never.isoformat()}: the checks of shadow flaky never ran" in message
@@ -143,8 +143,8 @@ def test_per_day_refuses_when_no_day_passes_naming_every_day(ready, spark, spark
 
 def test_per_day_with_every_day_passing_replaces_the_range(ready, spark, spark_resource, playback):
     spec = dataset("views_policy_all")
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D2).success
-    promotion = promote(spark, spec, playback, D1, D3, per_day=True)
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2).success
+    promotion = promote(spark, spec, [playback], D1, D3, per_day=True)
     assert promotion.days == [D1.isoformat(), D2.isoformat()] and promotion.held_back == {}
     summary = snapshot_summary(spark, production_table(spark, spec), promotion.snapshot_id)
     assert summary[DAYS] == f"{D1.isoformat()},{D2.isoformat()}" and summary[HELD_BACK] == ""
@@ -152,7 +152,7 @@ def test_per_day_with_every_day_passing_replaces_the_range(ready, spark, spark_r
 
 def test_replace_days_refuses_rows_of_other_days(ready, spark, spark_resource, playback):
     spec = dataset("views_policy_days")
-    assert run(spark_resource, [build_shadow_asset(spec, playback, "v2")], D1, D3).success
+    assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D3).success
     source = read_range(spark, shadow_table(spark, spec, "v2"), spec, D1, END)
     target = shadow_table(spark, spec, "v2")
     before = current_snapshot_id(spark, target)

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 
 import pytest
 from dagster import (
-    AssetCheckKey,
     AssetCheckSpec,
     AssetDep,
     AssetKey,
@@ -86,7 +85,7 @@ class Refresh:
                     )
                 ],
                 check_specs=[
-                    AssetCheckSpec(name, asset=key, blocking=True, partitions_def=days)
+                    AssetCheckSpec(name, asset=key, blocking=name != warning, partitions_def=days)
                     for name in filter(None, [check, warning])
                 ],
                 can_subset=True,
@@ -101,7 +100,7 @@ class Refresh:
                     for day in chosen:
                         context.log_event(self.read_record(day, versions, at))
                 verdicts = [DayVerdict(check, day, True) for day in chosen]
-                if warning:  # a check declared blocking that only warns, as divergence from production
+                if warning:  # a warning check, as divergence from production
                     verdicts += [
                         DayVerdict(warning, day, not self.diverge, {}, blocking=False) for day in chosen
                     ]
@@ -113,13 +112,8 @@ class Refresh:
         self.assets = [
             archive,
             step(EVENTS, ARCHIVE, events_condition(stream, ARCHIVE), "reconciliation", mapping),
-            step(SHADOW, EVENTS, shadow_condition(stream), "row_counts", warning=DIVERGENCE),
-            step(
-                PRODUCTION,
-                SHADOW,
-                production_condition(stream, warning_checks=[AssetCheckKey(SHADOW, DIVERGENCE)]),
-                "promotion_verified",
-            ),
+            step(SHADOW, EVENTS, shadow_condition([stream]), "row_counts", warning=DIVERGENCE),
+            step(PRODUCTION, SHADOW, production_condition([stream]), "promotion_verified"),
         ]
 
     def read_record(self, day: str, versions: dict[str, str], at: float) -> AssetObservation:

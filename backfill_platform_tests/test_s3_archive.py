@@ -188,8 +188,8 @@ def test_a_backfill_from_s3_equals_the_same_archive_read_locally(archives, moto,
         views = views_spec(f"{stream.name}_views", stream.name)
         assets = [
             build_events_asset(stream),
-            build_shadow_asset(views, stream, views.active_version),
-            build_production_asset(views, stream),
+            build_shadow_asset(views, [stream], views.active_version),
+            build_production_asset(views, [stream]),
         ]
         began = time.monotonic()
         with aws(moto, spark):

@@ -127,8 +127,8 @@ def run_day(spark_resource, stream: StreamSpec, dataset: DatasetSpec, day: date)
     """Events, the active shadow and production of one day, in one run (what a backfill does)."""
     assets = [
         build_events_asset(stream),
-        build_shadow_asset(dataset, stream, dataset.active_version),
-        build_production_asset(dataset, stream),
+        build_shadow_asset(dataset, [stream], dataset.active_version),
+        build_production_asset(dataset, [stream]),
     ]
     result = materialize(assets, resources={"spark": spark_resource}, tags=range_tags(day, day))
     assert result.success

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from dagster import AssetCheckKey, AssetsDefinition, Definitions
+from dagster import AssetsDefinition, Definitions
 
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 from backfill_platform.orchestration.automation.conditions import (
@@ -25,8 +25,7 @@ from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 from backfill_platform.pipeline.replay.job import replay_to_kafka_job, replay_to_kinesis_job
-from backfill_platform.pipeline.shadow.assets import build_shadow_asset, shadow_key
-from backfill_platform.pipeline.shadow.validate import DIVERGENCE
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import SpecSet, load_specs, spec_dirs
 from backfill_platform.specs.stream import StreamSpec
@@ -76,10 +75,7 @@ def dataset_assets(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> l
         )
         for version in dataset.versions
     ]
-    # Divergence from production only warns (unless a run sets a bound): after a late file the
-    # re-validated shadow always diverges, and must still be promoted.
-    divergence = AssetCheckKey(shadow_key(dataset, active), DIVERGENCE)
-    assets.append(build_production_asset(dataset, sources, production_condition(sources, [divergence])))
+    assets.append(build_production_asset(dataset, sources, production_condition(sources)))
     return assets
 
 

@@ -2,13 +2,13 @@
 
 The events, shadow and production assets each write a range of event days with Spark and judge every
 day on its own. What they share is declared here once: the stream's daily partitions (for the table and
-each check), blocking checks reported per day, days that are skipped when they fail, subsetting and the
-backfill policy. Each stage passes only what differs: its key, parents, checks, texts and pool.
+each check), checks reported per day (blocking unless declared a warning), days that are skipped when
+they fail, subsetting and the backfill policy. Each stage passes only what differs: its key, parents, checks, texts and pool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -31,6 +31,7 @@ def partitioned_spark_asset(
     *,
     deps: Sequence[AssetKey | AssetDep],
     checks: Mapping[str, str],
+    warning_checks: Collection[str] = (),
     group_name: str,
     owner: str,
     description: str,
@@ -40,8 +41,9 @@ def partitioned_spark_asset(
 ) -> Callable[[Callable[..., Any]], AssetsDefinition]:
     """A `multi_asset` decorator for the table `key`, partitioned by the event days of `stream`.
 
-    `checks` maps each check's name to its description; every check is blocking and partitioned like
-    the table, so a range run gives each day its own verdict. The decorated function's parameters
+    `checks` maps each check's name to its description; each is partitioned like the table, so a range run
+    gives each day its own verdict, and blocking, except `warning_checks`: those only warn unless a run
+    makes them block (the evaluation then says so, and its failure fails the step like a blocking one). The decorated function's parameters
     declare its resources (and config), as for `multi_asset`.
     """
     partitions = event_partitions(stream)
@@ -64,7 +66,13 @@ def partitioned_spark_asset(
             )
         ],
         check_specs=[
-            AssetCheckSpec(name, asset=key, blocking=True, partitions_def=partitions, description=text)
+            AssetCheckSpec(
+                name,
+                asset=key,
+                blocking=name not in warning_checks,
+                partitions_def=partitions,
+                description=text,
+            )
             for name, text in checks.items()
         ],
         # Makes the check outputs optional: verdicts are reported per day as check evaluations.

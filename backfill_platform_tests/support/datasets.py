@@ -43,7 +43,7 @@ def write_dataset_spec(folder: Path, name: str) -> Path:
 
 def promotion_chain(spec: DatasetSpec, stream) -> list:
     """The active version's shadow and production: what a backfill materializes."""
-    return [build_shadow_asset(spec, stream, spec.active_version), build_production_asset(spec, stream)]
+    return [build_shadow_asset(spec, [stream], spec.active_version), build_production_asset(spec, [stream])]
 
 
 def run(spark_resource, assets: list, first: date, last: date, **tags: str):

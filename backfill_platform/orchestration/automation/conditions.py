@@ -26,9 +26,9 @@ The state of a day, per asset (events, shadow, production), and what moves it:
 | failed / refused | requested | shadow/production: a parent was materialized after the failed attempt began (`FailedSinceParentUpdate` is false), e.g. the shadow updated in the refused chain itself, or re-validated later; events: what the day would read changed (`ArchiveReadChanged` against the failed attempt's own read, or an archive hour changed since the request) |
 | failed / refused | stays | nothing it depends on changed since the attempt: retrying would repeat the failure, so the day waits, quietly, for a new trigger; a crashed run (no verdict) is re-executed on the next tick (`failures.FailedOnAVerdict`) |
 
-Divergence from production is declared blocking (a run may set a bound) but only warns in the refresh's
-runs; Dagster counts a failed warning as a failed blocking check, so production's gate on its parent's
-checks leaves it aside: a shadow re-validated alone after a late file always diverges from production.
+Divergence from production is declared a warning (non-blocking; a run may set a bound, and then its
+failure fails the run itself), so production's gate on its parent's blocking checks leaves it aside: a
+shadow re-validated alone after a late file always diverges from production, and is still promoted.
 
 The latch that used to request a downstream day (`any_deps_updated().since_last_handled()`) lost both
 retries: `any_deps_updated` ignores a parent update by a run that also targeted the day, and the latch is
@@ -48,9 +48,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from dagster import (
-    AssetCheckKey,
     AssetKey,
-    AssetSelection,
     AutomationCondition,
     AutomationContext,
     AutomationResult,
@@ -101,12 +99,11 @@ class SettledDays(AutomationCondition[AssetKey]):
         )
 
 
-def refresh_window(spec: StreamSpec | Sequence[StreamSpec]) -> AutomationCondition:
+def refresh_window(streams: Sequence[StreamSpec]) -> AutomationCondition:
     """Settled days within the refresh horizon (the time filter comes first: it bounds the candidates).
 
     For a dataset of several sources a day is settled when the slowest source's is (the largest allowed
     lateness: the global watermark is the slowest source's), and refreshed within the widest horizon."""
-    streams = [spec] if isinstance(spec, StreamSpec) else list(spec)
     lateness = max(s.allowed_lateness for s in streams)
     horizon = max(s.refresh_horizon for s in streams)
     return (
@@ -127,7 +124,7 @@ def archive_observation_condition(spec: StreamSpec) -> AutomationCondition:
 
 def events_condition(spec: StreamSpec, archive: AssetKey) -> AutomationCondition:
     """Events of a settled day: new, just settled, or what it read differs from the archive as observed."""
-    window = refresh_window(spec)
+    window = refresh_window([spec])
     archive_hour_changed = AutomationCondition.any_deps_match(AutomationCondition.newly_updated()).with_label(
         "an archive hour of its read window has a new data version"
     )
@@ -156,30 +153,20 @@ def events_condition(spec: StreamSpec, archive: AssetKey) -> AutomationCondition
     ).with_label("daily refresh: events")
 
 
-def _parent_checks_passed(warning_checks: Sequence[AssetCheckKey]) -> AutomationCondition:
-    """The parent day's blocking checks passed, or the parent is requested on this tick.
+def _parent_checks_passed() -> AutomationCondition:
+    """Every parent partition the day reads passed its blocking checks, or is requested on this tick.
 
-    `all_deps_blocking_checks_passed`, less the checks declared blocking that may only warn: Dagster counts
-    a failed warning as not passed, so a shadow re-validated alone after a late file (which diverges from
-    production by design) would never be promoted. Such a check that does block fails the run itself.
+    `all_deps_blocking_checks_passed` holds when *a* partition of each parent matches (`all_deps_match`),
+    but a join's day reads its lookback's day before as well: each of them must pass.
     """
     checks = AutomationCondition.all_checks_match(
         AutomationCondition.check_passed() | AutomationCondition.will_be_requested(), blocking_only=True
     )
-    if warning_checks:
-        checks = checks.ignore(AssetSelection.checks(*warning_checks))
-    # Every parent partition the day reads must pass, not one per parent: `all_deps_match` holds when *a*
-    # partition of each parent matches, and a join's day reads its lookback's day before as well.
     failing = (~checks.with_label("all_blocking_checks_passed")).with_label("a blocking check not passed")
-    return (~AutomationCondition.any_deps_match(failing)).with_label(
-        "all_deps_blocking_checks_passed"
-        + (f" (warnings of {', '.join(k.name for k in warning_checks)} aside)" if warning_checks else "")
-    )
+    return (~AutomationCondition.any_deps_match(failing)).with_label("all_deps_blocking_checks_passed")
 
 
-def _downstream_condition(
-    spec: StreamSpec | Sequence[StreamSpec], label: str, warning_checks: Sequence[AssetCheckKey] = ()
-) -> AutomationCondition:
+def _downstream_condition(sources: Sequence[StreamSpec], label: str) -> AutomationCondition:
     # Updated by any run, this day's own included: a run that updated the parent and then failed on this
     # day leaves it behind its parent. `any_deps_updated` ignores updates by runs that targeted this day,
     # and `since_last_handled` resets on the request: a refused promotion was never requested again.
@@ -193,27 +180,25 @@ def _downstream_condition(
         "a parent is requested on this tick"
     )
     return (
-        refresh_window(spec)
+        refresh_window(sources)
         & (AutomationCondition.missing() | behind_parent | parent_requested)
         & ~(
             AutomationCondition.execution_failed() & FailedOnAVerdict() & FailedSinceParentUpdate()
         ).with_label("failed, and no parent updated since")
-        & _parent_checks_passed(warning_checks)
+        & _parent_checks_passed()
         & ~AutomationCondition.any_deps_missing()
         & ~AutomationCondition.any_deps_in_progress()
         & ~AutomationCondition.in_progress()
     ).with_label(label)
 
 
-def shadow_condition(spec: StreamSpec | Sequence[StreamSpec]) -> AutomationCondition:
-    """The active version's shadow of a settled day, after (or with) its events. `spec` is the source
-    stream, or every source: the day waits for each source day it reads (its parents' partitions)."""
-    return _downstream_condition(spec, "daily refresh: active shadow")
+def shadow_condition(sources: Sequence[StreamSpec]) -> AutomationCondition:
+    """The active version's shadow of a settled day, after (or with) its events: the day waits for each
+    source day it reads (its parents' partitions)."""
+    return _downstream_condition(sources, "daily refresh: active shadow")
 
 
-def production_condition(
-    spec: StreamSpec | Sequence[StreamSpec], warning_checks: Sequence[AssetCheckKey] = ()
-) -> AutomationCondition:
-    """Promotion of a settled day, after (or with) the active shadow. `spec` is the source stream;
-    `warning_checks` are the shadow's checks that only warn in the refresh's runs (divergence)."""
-    return _downstream_condition(spec, "daily refresh: production", warning_checks)
+def production_condition(sources: Sequence[StreamSpec]) -> AutomationCondition:
+    """Promotion of a settled day, after (or with) the active shadow, whose divergence is a warning
+    check: it does not hold the day back."""
+    return _downstream_condition(sources, "daily refresh: production")

@@ -83,7 +83,19 @@ def build_archive_asset(
     return _archive
 
 
+# Dagster's partition views count materializations only, and an archive is observed, never materialized.
+OBSERVED_NOT_MATERIALIZED = (
+    " Observed, never materialized: the Partitions tab counts materializations, so it shows this asset as "
+    "0% filled whatever the archive holds; the observations, with each ingestion hour's data version, are "
+    "in the Events tab."
+)
+
+
 def _description(spec: StreamSpec) -> str:
+    return _source_description(spec) + OBSERVED_NOT_MATERIALIZED
+
+
+def _source_description(spec: StreamSpec) -> str:
     if spec.archive.iceberg_table is not None:
         return (
             f"Raw `{spec.name}` archive as delivered: the Iceberg table `{spec.archive.iceberg_table}`, by "

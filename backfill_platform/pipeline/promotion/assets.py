@@ -23,7 +23,6 @@ from backfill_platform.pipeline.run_tags import (
     run_properties,
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
-from backfill_platform.pipeline.shadow.inputs import streams_of
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.buckets import failing_bucket_rows
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
@@ -46,12 +45,11 @@ def production_key(spec: DatasetSpec) -> AssetKey:
 
 def build_production_asset(
     spec: DatasetSpec,
-    streams: StreamSpec | Sequence[StreamSpec],
+    sources: Sequence[StreamSpec],
     automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
-    """Production of a dataset; `streams` are its sources (one stream, or each of `sources`)."""
+    """Production of a dataset; `sources` are its source streams (one or each it declares)."""
     key = production_key(spec)
-    sources = streams_of(streams)
     primary = next(s for s in sources if s.name == spec.primary_stream)
     version = spec.active_version
 

@@ -51,7 +51,7 @@ from backfill_platform.pipeline.ledger.commits import (
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_problems, refusal
-from backfill_platform.pipeline.shadow.inputs import current_inputs, streams_of
+from backfill_platform.pipeline.shadow.inputs import current_inputs
 from backfill_platform.pipeline.tables.dataset_tables import (
     ensure_dataset_table,
     production_table,
@@ -100,7 +100,7 @@ class Promotion:
 def promote(
     spark: SparkSession,
     spec: DatasetSpec,
-    streams: StreamSpec | Sequence[StreamSpec],
+    sources: Sequence[StreamSpec],
     start: date,
     end: date,
     properties: dict[str, str] | None = None,
@@ -128,7 +128,7 @@ def promote(
         version,
         day_fingerprints_of(shadow_figures, iso_days),
         days,
-        current_inputs(spark, spec, streams_of(streams), iso_days),
+        current_inputs(spark, spec, sources, iso_days),
     )
     if held_back and (not per_day or not validations):
         raise refusal(spec, version, held_back)

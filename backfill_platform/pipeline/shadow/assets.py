@@ -23,9 +23,10 @@ from backfill_platform.pipeline.ledger.ledger import record_validation
 from backfill_platform.pipeline.lookback_mapping import LookbackMapping
 from backfill_platform.pipeline.partitions import window_days
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
-from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source, streams_of
+from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
 from backfill_platform.pipeline.shadow.validate import (
     CHECK_DESCRIPTIONS,
+    DIVERGENCE,
     MAX_DIVERGENCE_TAG,
     validate_shadow,
 )
@@ -81,13 +82,12 @@ def divergence_bound(config: ShadowConfig, tags: Mapping[str, str]) -> float | N
 
 def build_shadow_asset(
     spec: DatasetSpec,
-    streams: StreamSpec | Sequence[StreamSpec],
+    sources: Sequence[StreamSpec],
     version: str,
     automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
-    """The shadow of one version; `streams` are the dataset's sources (one stream, or each of `sources`)."""
+    """The shadow of one version; `sources` are the dataset's source streams (one or each it declares)."""
     key = shadow_key(spec, version)
-    sources = streams_of(streams)
     by_name = {s.name: s for s in sources}
     primary = by_name[spec.primary_stream]
     version_spec = spec.versions[version]
@@ -105,6 +105,10 @@ def build_shadow_asset(
         primary,
         deps=[source_dep(source, by_name[source.stream]) for source in spec.inputs],
         checks=CHECK_DESCRIPTIONS,
+        # Divergence only warns unless the backfill sets a bound (MAX_DIVERGENCE_TAG): a re-derived day is
+        # expected to differ from production. Declared non-blocking, it shows so in the UI, and the daily
+        # refresh's production condition (`all_deps_blocking_checks_passed`) leaves its warnings aside.
+        warning_checks={DIVERGENCE},
         automation_condition=automation_condition,
         # Other versions sit in a group of their own, out of the production path's "Materialize all".
         group_name=spec.name if is_active else f"{spec.name}_other_versions",

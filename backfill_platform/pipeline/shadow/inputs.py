@@ -42,11 +42,6 @@ from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
 
 
-def streams_of(streams: StreamSpec | Sequence[StreamSpec]) -> list[StreamSpec]:
-    """A dataset's source streams: one stream (the one-source form) or several, in declared order."""
-    return [streams] if isinstance(streams, StreamSpec) else list(streams)
-
-
 def source_days(days: Sequence[str], source: SourceInput) -> list[str]:
     """The days of a source that the dataset days read: each day and the days its lookback reaches."""
     read = {

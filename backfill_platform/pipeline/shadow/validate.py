@@ -48,7 +48,10 @@ CHECK_DESCRIPTIONS = {
     ROW_COUNTS: "rows per bucket (hour or day) equal the events-side expectation; keys unique",
     CHECKSUMS: "per-bucket sums reconcile with the events; order-independent hash sums recorded",
     SCHEMA: "pandera model of the version's table",
-    DIVERGENCE: "rows only in the shadow, only in production, or changed (blocking only above a bound)",
+    DIVERGENCE: (
+        "rows only in the shadow, only in production, or changed: a warning (a re-derived day is expected "
+        f"to differ), blocking only above the ratio a backfill sets with the run tag `{MAX_DIVERGENCE_TAG}`"
+    ),
 }
 
 
