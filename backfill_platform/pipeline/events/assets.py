@@ -2,8 +2,10 @@
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 from dagster import AssetDep, AssetExecutionContext, AssetKey, AssetsDefinition, AutomationCondition
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
@@ -22,7 +24,7 @@ from backfill_platform.pipeline.events.checks import (
     settled_check,
 )
 from backfill_platform.pipeline.events.completeness import completeness, topic_edges_lookup
-from backfill_platform.pipeline.events.days_before import days_before
+from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
 from backfill_platform.pipeline.events.ingest import (
     REASONS,
     IngestResult,
@@ -41,9 +43,9 @@ from backfill_platform.pipeline.run_tags import (
     source_days_before,
 )
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.validation.checksums import day_fingerprints_and_nulls
+from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
-from backfill_platform.pipeline.validation.verdicts import day_outcomes, failed_days
+from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes, failed_days
 from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
@@ -66,19 +68,7 @@ def build_events_asset(
         automation_condition=automation_condition,
         group_name=spec.name,
         owner=spec.owner,
-        description=(
-            f"`{spec.name}` events, one row per event id, in Iceberg table "
-            f"`{RAW_NAMESPACE}.{spec.events_table}` partitioned by event-time day. A day reads every "
-            f"ingestion hour that can hold its events (clock skew {spec.clock_skew}, allowed lateness "
-            f"{spec.allowed_lateness}), upcasts every schema version to the latest, keeps the earliest "
-            "delivery of each id and sends what cannot be parsed or is outside the lateness horizon to "
-            f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
-            "exactly that range in one commit. Each day is checked on its own; a day is only "
-            "materialized once it passed, and only once it is settled (its lateness horizon passed "
-            "and no ingestion hour is missing). A dataset backfill whose lookback reads days before its "
-            "range (run tag `backfill_platform/source_days_before`) has this step ingest them too, in "
-            "the same run, unless they are already ingested, passed and unchanged."
-        ),
+        description=_description(spec),
         metadata={"table": f"{RAW_NAMESPACE}.{spec.events_table}", "partition_expr": "event_time"},
         # Events and quarantine of a window are two commits: one ingestion of a stream at a time, so two
         # overlapping runs never leave a day with one run's events and the other's quarantine.
@@ -89,19 +79,7 @@ def build_events_asset(
         per_day = promotion_policy(context.run.tags) == PER_DAY
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
         archive = archive_for(spec)
-        before_count = source_days_before(context.run.tags, spec.name)
-        files = window_files(spec, archive, window.start - before_count * DAY, window.end)
-        # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
-        session = spark.session_for_read(sum(f.size for f in files))
-        # A dataset backfill's lookback reads days before the range: ingested here unless already good.
-        before = days_before(context.instance, session, key, spec, files, window.start.date(), before_count)
-        if before_count:
-            context.log.info(before.log_line(spec.name))
-            start = window.start - len(before.ingest) * DAY
-            read = set(hours(*read_window(spec, start, window.end)))
-            files = [f for f in files if f.ingestion_hour in read]
-        else:
-            start = window.start
+        session, start, files, before = _what_to_read(context, spark, spec, key, archive)
         result = ingest_window(session, spec, archive, start, window.end, run_properties(context), files)
         context.log.info(ingest_report(result))
         if result.unlisted:
@@ -115,30 +93,7 @@ def build_events_asset(
         written = read_at(session, events_table(session, spec), result.events_snapshot_id).where(
             in_range("event_time", start, window.end)
         )
-        # One pass: each day's fingerprint, and the null counts the schema check needs.
-        fingerprints, nulls = day_fingerprints_and_nulls(
-            written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
-        )
-        rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
-        verdicts = [
-            *reconciliation_check(session, spec, result, rows_by_day, start, window.end),
-            *quarantine_ratio_check(spec, result),
-            *schema_check(spec, written, days, nulls),
-            *records_present_check(spec, result),
-            *settled_check(
-                spec,
-                completeness(
-                    spec,
-                    result.files,
-                    result.partitions,
-                    settings.now(),
-                    result.file_records,
-                    result.sequence_gaps,
-                    topic_edges_lookup(spec),
-                    result.offset_proofs,
-                ),
-            ),
-        ]
+        fingerprints, verdicts = _judge(session, spec, result, written, days, (start, window.end))
         provisional = [v.day for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
         # Shadows of later runs only build on days whose events passed these checks, and only while the
         # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
@@ -170,6 +125,74 @@ def build_events_asset(
         )
 
     return _events
+
+
+def _description(spec: StreamSpec) -> str:
+    return (
+        f"`{spec.name}` events, one row per event id, in Iceberg table "
+        f"`{RAW_NAMESPACE}.{spec.events_table}` partitioned by event-time day. A day reads every "
+        f"ingestion hour that can hold its events (clock skew {spec.clock_skew}, allowed lateness "
+        f"{spec.allowed_lateness}), upcasts every schema version to the latest, keeps the earliest "
+        "delivery of each id and sends what cannot be parsed or is outside the lateness horizon to "
+        f"`{RAW_NAMESPACE}.{spec.quarantine_table}` with its reason. Re-running a range replaces "
+        "exactly that range in one commit. Each day is checked on its own; a day is only "
+        "materialized once it passed, and only once it is settled (its lateness horizon passed "
+        "and no ingestion hour is missing). A dataset backfill whose lookback reads days before its "
+        "range (run tag `backfill_platform/source_days_before`) has this step ingest them too, in "
+        "the same run, unless they are already ingested, passed and unchanged."
+    )
+
+
+def _what_to_read(
+    context: AssetExecutionContext, spark: SparkIcebergResource, spec: StreamSpec, key: AssetKey, archive
+) -> tuple[Any, datetime, list, DaysBefore]:
+    """The session, the window's start and the archive files the run reads, and the days before the
+    range it ingests too (a dataset backfill's lookback reads them: ingested here unless already good)."""
+    window = context.partition_time_window
+    before_count = source_days_before(context.run.tags, spec.name)
+    files = window_files(spec, archive, window.start - before_count * DAY, window.end)
+    # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
+    session = spark.session_for_read(sum(f.size for f in files))
+    before = days_before(context.instance, session, key, spec, files, window.start.date(), before_count)
+    if not before_count:
+        return session, window.start, files, before
+    context.log.info(before.log_line(spec.name))
+    start = window.start - len(before.ingest) * DAY
+    read = set(hours(*read_window(spec, start, window.end)))
+    return session, start, [f for f in files if f.ingestion_hour in read], before
+
+
+def _judge(
+    session: Any,
+    spec: StreamSpec,
+    result: IngestResult,
+    written: DataFrame,
+    days: list[str],
+    interval: tuple[datetime, datetime],
+) -> tuple[dict[str, Fingerprint], list[DayVerdict]]:
+    """Each day's fingerprint of what the run committed (`written`), and every events check's verdicts."""
+    # One pass: each day's fingerprint, and the null counts the schema check needs.
+    fingerprints, nulls = day_fingerprints_and_nulls(
+        written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
+    )
+    rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
+    proof = completeness(
+        spec,
+        result.files,
+        result.partitions,
+        settings.now(),
+        result.file_records,
+        result.sequence_gaps,
+        topic_edges_lookup(spec),
+        result.offset_proofs,
+    )
+    return fingerprints, [
+        *reconciliation_check(session, spec, result, rows_by_day, *interval),
+        *quarantine_ratio_check(spec, result),
+        *schema_check(spec, written, days, nulls),
+        *records_present_check(spec, result),
+        *settled_check(spec, proof),
+    ]
 
 
 def partition_metadata(figures: PartitionFigures) -> dict:

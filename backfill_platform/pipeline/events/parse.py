@@ -237,41 +237,15 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     earlier day, reason `before_first_partition`, or any record of an ingestion hour before it) is
     attributed to the first partition's start, so that it is counted there instead of nowhere.
     """
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    parsed = (
-        lines.withColumn("_r", F.from_json("line", _raw_schema(spec), options))
-        .withColumn("_valid", one_object(F.col("line")))
-        # Non-standard numbers (`numbers.py`): a line whose only defect they are is read from its clean copy.
-        .withColumn("_clean", numbers.clean_line(F.col("line"), F.col("_valid")))
-        .withColumn(
-            "_numbers_only",
-            F.coalesce(F.col("_clean").isNotNull() & one_object(F.col("_clean")), F.lit(False)),
-        )
-        .withColumn("_rc", F.when(F.col("_numbers_only"), F.from_json("_clean", _raw_schema(spec), options)))
-        .withColumn("_v", F.when(F.col("_numbers_only"), F.col("_rc")).otherwise(F.col("_r")))
-    )
     strict_line = F.coalesce(F.col("_clean"), F.col("line"))
-    version = None
-    for candidate in reversed(spec.schema_versions):  # the newest matching rule wins
-        rule = _matches(candidate)
-        version = (
-            F.when(rule, F.lit(candidate.version))
-            if version is None
-            else version.when(rule, candidate.version)
-        )
-    # Spark flags a valid object as corrupt (still reading the rest) when a path declared to hold an
-    # object holds another value: that record is read, and the path is an invalid field of the versions
-    # declaring a field inside it. Only streams with nested fields can meet it.
-    shape_only = _raw(CORRUPT).isNotNull() & F.lit(bool(_objects_on_paths(spec.source_fields())))
-    readable = F.col("_valid") | F.col("_numbers_only")
-    shape_only = shape_only & readable & _not_an_object(spec.source_fields(), strict_line).isNotNull()
-    corrupt = F.col("_v").isNull() | (_raw(CORRUPT).isNotNull() & ~shape_only) | ~readable
-    parsed = parsed.withColumn("_schema_version", F.when(~corrupt, version).cast("int"))
+    corrupt = _corrupt(spec, strict_line)
+    parsed = _read_json(lines, spec).withColumn(
+        "_schema_version", F.when(~corrupt, _version_rule(spec)).cast("int")
+    )
     shape = {
         v.version: F.when(_raw(CORRUPT).isNotNull(), _not_an_object(_version_paths(spec, v), strict_line))
         for v in spec.schema_versions
     }
-
     upcasts = {
         v.version: _upcast(v, spec.latest.fields, spec.number_reading(v)) for v in spec.schema_versions
     }
@@ -287,63 +261,10 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
     invalid_field = _by_version(spec, {n: F.coalesce(shape[n], bad) for n, (_, bad) in upcasts.items()})
     event_time = _by_version(spec, {v.version: _event_time(spec, v) for v in spec.schema_versions})
     event_id = F.trim(_raw(spec.event_id_field))
-
     first = midnight(spec.first_partition)
-    # Admissible in the ingestion hour [hb, hb + 1h): hb + 1h - read_after <= t < hb + read_before.
-    earliest_us = as_micros(HOUR - read_after(spec.allowed_lateness))
-    ahead_us = as_micros(read_before(spec.clock_skew))
-    t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
-    reason = (
-        F.when(F.col("_defect").isNotNull(), F.col("_defect"))
-        .when(corrupt & (values_on_line(strict_line) > 1), "multiple_json_values")
-        .when(corrupt, "malformed_json")
-        .when(F.col("_numbers_only") & (F.col("_reading") == "quarantine"), "non_standard_number")
-        .when(F.col("_schema_version").isNull(), "unknown_schema_version")
-        .when(F.col("event_id").isNull() | (F.col("event_id") == ""), "missing_event_id")
-        .when(F.col("event_time").isNull(), "unparseable_event_time")
-        .when(F.col("_invalid_field").isNotNull(), "invalid_field")
-        .when(t_us < hb_us + earliest_us, "too_late")
-        .when(t_us >= hb_us + ahead_us, "clock_skew")
-        .when(F.col("event_time") < F.lit(first), "before_first_partition")
-    )
-    reason_col = F.col("_reason")
-    detail = (
-        F.when(F.col("_defect").isNotNull(), F.col("_defect_detail"))
-        .when(reason_col == "malformed_json", _malformed_detail(F.col("line"), F.col("_tokens")))
-        .when(
-            reason_col == "multiple_json_values",
-            F.format_string(
-                "%d JSON values on one line (records written without a delimiter)",
-                values_on_line(strict_line),
-            ),
-        )
-        .when(reason_col == "non_standard_number", F.col("_tokens"))
-        .when(
-            reason_col == "unparseable_event_time",
-            F.coalesce(_raw(spec.event_time.field), numbers.token_text(F.col("_r"), spec.event_time.field)),
-        )
-        .when(reason_col == "invalid_field", F.col("_invalid_field"))
-        .when(
-            reason_col.isin("too_late", "clock_skew", "before_first_partition"),
-            F.col("event_time").cast("string"),
-        )
-    )
-    # Per-producer sequence numbers (`sequence`): kept whatever the record's fate, since a quarantined
-    # record still used its number; a value that is not an integer proves nothing and is left null.
-    sequence = spec.sequence
-    sequence_columns = (
-        [
-            F.trim(_raw(sequence.key)).alias("_sequence_key"),
-            F.when(_raw(sequence.field).rlike(_INTEGER), F.trim(_raw(sequence.field)).cast("long")).alias(
-                "_sequence"
-            ),
-        ]
-        if sequence is not None
-        else []
-    )
     return (
         parsed.select(
-            *sequence_columns,
+            *_sequence_columns(spec),
             "line",
             "_raw",
             "_defect",
@@ -354,12 +275,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             event_time.alias("event_time"),
             invalid_field.alias("_invalid_field"),
             *payload.values(),
-            "_r",
-            "_rc",
-            "_v",
-            "_valid",
-            "_clean",
-            "_numbers_only",
+            *_PARSE_COLUMNS,
             reading.alias("_reading"),
             F.when(
                 F.col("_clean").isNotNull(),
@@ -368,25 +284,121 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
                 ),
             ).alias("_tokens"),
         )
-        .withColumn("_reason", reason)
-        .withColumn("_detail", detail)
+        .withColumn("_reason", _reason(spec, corrupt, strict_line))
+        .withColumn("_detail", _detail(spec, strict_line))
         .withColumn(
             "_attributed_time",
             F.greatest(
-                F.when(reason_col.isNull(), F.col("event_time")).otherwise(F.col("_ingestion_time")),
+                F.when(F.col("_reason").isNull(), F.col("event_time")).otherwise(F.col("_ingestion_time")),
                 F.lit(first),
             ),
         )
-        .drop(
-            "_r",
-            "_rc",
-            "_v",
-            "_valid",
-            "_clean",
+        .drop(*_PARSE_COLUMNS, "_reading", "_tokens", "_defect", "_defect_detail")
+    )
+
+
+# The working columns of the parse: dropped once every record has its reason and payload.
+_PARSE_COLUMNS = ("_r", "_rc", "_v", "_valid", "_clean", "_numbers_only")
+
+
+def _read_json(lines: DataFrame, spec: StreamSpec) -> DataFrame:
+    """Each line read leniently as JSON (`_r`), whether it is one object (`_valid`), and its reading after
+    non-standard numbers are cleaned (`_clean`, `_numbers_only`, `_rc`); `_v` is the reading to use."""
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    return (
+        lines.withColumn("_r", F.from_json("line", _raw_schema(spec), options))
+        .withColumn("_valid", one_object(F.col("line")))
+        # Non-standard numbers (`numbers.py`): a line whose only defect they are is read from its clean copy.
+        .withColumn("_clean", numbers.clean_line(F.col("line"), F.col("_valid")))
+        .withColumn(
             "_numbers_only",
-            "_reading",
-            "_tokens",
-            "_defect",
-            "_defect_detail",
+            F.coalesce(F.col("_clean").isNotNull() & one_object(F.col("_clean")), F.lit(False)),
+        )
+        .withColumn("_rc", F.when(F.col("_numbers_only"), F.from_json("_clean", _raw_schema(spec), options)))
+        .withColumn("_v", F.when(F.col("_numbers_only"), F.col("_rc")).otherwise(F.col("_r")))
+    )
+
+
+def _version_rule(spec: StreamSpec) -> Column:
+    """The schema version whose rule the record matches; the newest matching rule wins."""
+    version = None
+    for candidate in reversed(spec.schema_versions):
+        rule = _matches(candidate)
+        version = (
+            F.when(rule, F.lit(candidate.version))
+            if version is None
+            else version.when(rule, candidate.version)
+        )
+    return version
+
+
+def _corrupt(spec: StreamSpec, strict_line: Column) -> Column:
+    """The line is not one readable JSON object of the stream's shape."""
+    # Spark flags a valid object as corrupt (still reading the rest) when a path declared to hold an
+    # object holds another value: that record is read, and the path is an invalid field of the versions
+    # declaring a field inside it. Only streams with nested fields can meet it.
+    shape_only = _raw(CORRUPT).isNotNull() & F.lit(bool(_objects_on_paths(spec.source_fields())))
+    readable = F.col("_valid") | F.col("_numbers_only")
+    shape_only = shape_only & readable & _not_an_object(spec.source_fields(), strict_line).isNotNull()
+    return F.col("_v").isNull() | (_raw(CORRUPT).isNotNull() & ~shape_only) | ~readable
+
+
+def _reason(spec: StreamSpec, corrupt: Column, strict_line: Column) -> Column:
+    """Why the record is quarantined (the first defect in this order), or null when it is admissible."""
+    # Admissible in the ingestion hour [hb, hb + 1h): hb + 1h - read_after <= t < hb + read_before.
+    earliest_us = as_micros(HOUR - read_after(spec.allowed_lateness))
+    ahead_us = as_micros(read_before(spec.clock_skew))
+    t_us, hb_us = F.unix_micros("event_time"), F.unix_micros("_ingestion_time")
+    return (
+        F.when(F.col("_defect").isNotNull(), F.col("_defect"))
+        .when(corrupt & (values_on_line(strict_line) > 1), "multiple_json_values")
+        .when(corrupt, "malformed_json")
+        .when(F.col("_numbers_only") & (F.col("_reading") == "quarantine"), "non_standard_number")
+        .when(F.col("_schema_version").isNull(), "unknown_schema_version")
+        .when(F.col("event_id").isNull() | (F.col("event_id") == ""), "missing_event_id")
+        .when(F.col("event_time").isNull(), "unparseable_event_time")
+        .when(F.col("_invalid_field").isNotNull(), "invalid_field")
+        .when(t_us < hb_us + earliest_us, "too_late")
+        .when(t_us >= hb_us + ahead_us, "clock_skew")
+        .when(F.col("event_time") < F.lit(midnight(spec.first_partition)), "before_first_partition")
+    )
+
+
+def _detail(spec: StreamSpec, strict_line: Column) -> Column:
+    """What the quarantine record shows of its reason: the defect, the offending value or the time."""
+    reason = F.col("_reason")
+    return (
+        F.when(F.col("_defect").isNotNull(), F.col("_defect_detail"))
+        .when(reason == "malformed_json", _malformed_detail(F.col("line"), F.col("_tokens")))
+        .when(
+            reason == "multiple_json_values",
+            F.format_string(
+                "%d JSON values on one line (records written without a delimiter)",
+                values_on_line(strict_line),
+            ),
+        )
+        .when(reason == "non_standard_number", F.col("_tokens"))
+        .when(
+            reason == "unparseable_event_time",
+            F.coalesce(_raw(spec.event_time.field), numbers.token_text(F.col("_r"), spec.event_time.field)),
+        )
+        .when(reason == "invalid_field", F.col("_invalid_field"))
+        .when(
+            reason.isin("too_late", "clock_skew", "before_first_partition"),
+            F.col("event_time").cast("string"),
         )
     )
+
+
+def _sequence_columns(spec: StreamSpec) -> list[Column]:
+    """Per-producer sequence numbers (`sequence`): kept whatever the record's fate, since a quarantined
+    record still used its number; a value that is not an integer proves nothing and is left null."""
+    sequence = spec.sequence
+    if sequence is None:
+        return []
+    return [
+        F.trim(_raw(sequence.key)).alias("_sequence_key"),
+        F.when(_raw(sequence.field).rlike(_INTEGER), F.trim(_raw(sequence.field)).cast("long")).alias(
+            "_sequence"
+        ),
+    ]
