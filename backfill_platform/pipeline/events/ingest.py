@@ -137,11 +137,7 @@ def ingest_window(
     tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
     records = classified = None
     try:
-        if spec.archive.iceberg_table is not None:
-            lines = read_table_lines(spark, spec.archive, files)
-        else:
-            lines = read_lines(spark, files, RecordFormat.of(spec.archive), spec.archive.kafka_connect)
-        records = parse_records(lines, spec)
+        records = parse_records(_archive_lines(spark, spec, files), spec)
         by_offsets = proves_by_offsets(spec)
         if by_offsets or spec.sequence:
             # Offsets and sequences count every record read, also those attributed outside the window:
@@ -159,14 +155,7 @@ def ingest_window(
                 .persist(StorageLevel.MEMORY_AND_DISK)
             )
             partitions = _figures(classified, start, end)  # builds the cache
-        file_records = _records_per_file(records) if by_offsets and spec.archive.kafka_connect else {}
-        gaps = sequence_gaps(spark, records, spec, sorted(partitions)) if spec.sequence else {}
-        offset_proofs: dict[str, str] = {}
-        if by_offsets and spec.archive.kafka_metadata is not None:
-            table_offsets = table_offset_gaps(records, spec, sorted(partitions), topic_edges_lookup(spec))
-            for day, problems in table_offsets.gaps.items():
-                gaps.setdefault(day, []).extend(problems)
-            offset_proofs = table_offsets.proofs
+        file_records, gaps, offset_proofs = _completeness_evidence(spark, spec, records, sorted(partitions))
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
         tables_ready.result()
@@ -175,28 +164,15 @@ def ingest_window(
             events, events_table(spark, spec), "event_time", start, end, properties
         )
         failpoint(EVENTS_BEFORE_QUARANTINE)
-        quarantine = classified.where(F.col("_reason").isNotNull()).select(
-            "line",
-            "_source_file",
-            "_line_number",
-            F.col("_reason").alias("reason"),
-            F.col("_detail").alias("detail"),
-            "_ingestion_time",
-            F.col("_attributed_time").alias("attributed_time"),
-            F.when(F.col("event_id") != "", F.col("event_id")).alias("event_id"),
-            "event_time",
-            "_schema_version",
-            F.col("_raw").alias("raw_bytes"),
-        )
         quarantine_snapshot = replace_range(
-            quarantine, quarantine_table(spark, spec), "attributed_time", start, end, properties
+            _quarantine_rows(classified),
+            quarantine_table(spark, spec),
+            "attributed_time",
+            start,
+            end,
+            properties,
         )
-        # Windows of neighbouring days overlap, so per-day file counts do not add up to the run's.
-        # Files are listed hour by hour: their hours are sorted, and a day's window is a slice of them.
-        listed_hours = [f.ingestion_hour for f in files]
-        for day, figures in partitions.items():
-            low, high = read_window(spec, *day_bounds(day))
-            figures.archive_files = bisect_left(listed_hours, high) - bisect_left(listed_hours, low)
+        _count_files_per_day(spec, files, partitions)
     finally:
         ddl.shutdown(wait=True)
         for cached in (classified, records):
@@ -213,6 +189,57 @@ def ingest_window(
         sequence_gaps=gaps,
         offset_proofs=offset_proofs,
     )
+
+
+def _archive_lines(spark: SparkSession, spec: StreamSpec, files: list[ArchiveFile]) -> DataFrame:
+    """The window's archive records as lines (a table archive's rows, or the files' lines)."""
+    if spec.archive.iceberg_table is not None:
+        return read_table_lines(spark, spec.archive, files)
+    return read_lines(spark, files, RecordFormat.of(spec.archive), spec.archive.kafka_connect)
+
+
+def _completeness_evidence(
+    spark: SparkSession, spec: StreamSpec, records: DataFrame, days: list[str]
+) -> tuple[dict, dict[str, list], dict[str, str]]:
+    """What proves the window's days whole beyond the hours: records per file (Kafka Connect offsets),
+    holes in producers' sequence numbers and in a table archive's offsets, and each day's offset proof."""
+    by_offsets = proves_by_offsets(spec)
+    file_records = _records_per_file(records) if by_offsets and spec.archive.kafka_connect else {}
+    gaps = sequence_gaps(spark, records, spec, days) if spec.sequence else {}
+    offset_proofs: dict[str, str] = {}
+    if by_offsets and spec.archive.kafka_metadata is not None:
+        table_offsets = table_offset_gaps(records, spec, days, topic_edges_lookup(spec))
+        for day, problems in table_offsets.gaps.items():
+            gaps.setdefault(day, []).extend(problems)
+        offset_proofs = table_offsets.proofs
+    return file_records, gaps, offset_proofs
+
+
+def _quarantine_rows(classified: DataFrame) -> DataFrame:
+    """The quarantine table's rows: each record that was not kept, with its line, position and reason."""
+    return classified.where(F.col("_reason").isNotNull()).select(
+        "line",
+        "_source_file",
+        "_line_number",
+        F.col("_reason").alias("reason"),
+        F.col("_detail").alias("detail"),
+        "_ingestion_time",
+        F.col("_attributed_time").alias("attributed_time"),
+        F.when(F.col("event_id") != "", F.col("event_id")).alias("event_id"),
+        "event_time",
+        "_schema_version",
+        F.col("_raw").alias("raw_bytes"),
+    )
+
+
+def _count_files_per_day(spec: StreamSpec, files: list[ArchiveFile], partitions: dict) -> None:
+    """Each day's `archive_files`: the files of its read window. Windows of neighbouring days overlap, so
+    per-day counts do not add up to the run's. Files are listed hour by hour: their hours are sorted, and
+    a day's window is a slice of them."""
+    listed_hours = [f.ingestion_hour for f in files]
+    for day, figures in partitions.items():
+        low, high = read_window(spec, *day_bounds(day))
+        figures.archive_files = bisect_left(listed_hours, high) - bisect_left(listed_hours, low)
 
 
 def window_files(spec: StreamSpec, archive: Archive, start: datetime, end: datetime) -> list[ArchiveFile]:

@@ -22,8 +22,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
@@ -140,44 +141,20 @@ def promote(
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)
     previous = current_snapshot_id(spark, target)
-    digests = sorted({v["check_digest"] for v in validations.values()})
     provisional = [d for d in promoted if validations[d].get("provisional")]
-    snapshot_properties = {
-        **(properties or {}),
-        ACTION: "promote",
-        DATASET: spec.name,
-        VERSION: version,
-        SHADOW_SNAPSHOT: shadow_snapshot,
-        CHECK_DIGEST: hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
-        # Promoted before their lateness horizon passed; promoted again once settled.
-        PROVISIONAL_DAYS: day_list(provisional),
-        RANGE_START: start.isoformat(),
-        RANGE_END: end.isoformat(),
-        # What this commit replaced, and from which validations: the ledger is derived from these.
-        DAYS: day_list(promoted),
-        VALIDATION_RUNS: encode_validation_runs({d: validations[d]["run_id"] for d in promoted}),
-        HELD_BACK: day_list(list(held_back)),
-    }
+    snapshot_properties = _snapshot_properties(
+        spec, shadow_snapshot, validations, held_back, provisional, (start, end), properties
+    )
     with refuse_on_conflict(spec.name, start, end):
-        if held_back:
-            snapshot = replace_days(
-                shadow,
-                target,
-                spec.partition_column,
-                promoted_days,
-                snapshot_properties,
-                options=fence_options(previous),
-            )
-        else:
-            snapshot = replace_range(
-                shadow,
-                target,
-                spec.partition_column,
-                start,
-                end,
-                snapshot_properties,
-                options=fence_options(previous),
-            )
+        snapshot = _commit(
+            shadow,
+            target,
+            spec,
+            (start, end),
+            promoted_days if held_back else None,
+            snapshot_properties,
+            previous,
+        )
     failpoint(PROMOTION_BEFORE_LEDGER)
     reconcile_ledger(spark, spec)
 
@@ -200,6 +177,66 @@ def promote(
         held_back=dict(sorted(held_back.items())),
         rows_by_day=rows_by_day,
         provisional_days=provisional,
+    )
+
+
+def _snapshot_properties(
+    spec: DatasetSpec,
+    shadow_snapshot: int,
+    validations: dict[str, dict],
+    held_back: dict[str, str],
+    provisional: list[str],
+    interval: tuple[date, date],
+    properties: dict[str, str] | None,
+) -> dict[str, Any]:
+    """What the production commit records: the run's properties, the range, the days it replaced and the
+    validations they came from (the ledger is derived from these), and the days held back."""
+    promoted = sorted(validations)
+    digests = sorted({v["check_digest"] for v in validations.values()})
+    return {
+        **(properties or {}),
+        ACTION: "promote",
+        DATASET: spec.name,
+        VERSION: spec.active_version,
+        SHADOW_SNAPSHOT: shadow_snapshot,
+        CHECK_DIGEST: hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
+        # Promoted before their lateness horizon passed; promoted again once settled.
+        PROVISIONAL_DAYS: day_list(provisional),
+        RANGE_START: interval[0].isoformat(),
+        RANGE_END: interval[1].isoformat(),
+        DAYS: day_list(promoted),
+        VALIDATION_RUNS: encode_validation_runs({d: validations[d]["run_id"] for d in promoted}),
+        HELD_BACK: day_list(list(held_back)),
+    }
+
+
+def _commit(
+    shadow: DataFrame,
+    target: str,
+    spec: DatasetSpec,
+    interval: tuple[date, date],
+    only_days: list[date] | None,
+    snapshot_properties: dict[str, Any],
+    previous: int | None,
+) -> int:
+    """Replace the range (or only `only_days` of it) in production with the shadow's rows, in one commit
+    fenced on production's snapshot `previous`; the new snapshot's id."""
+    if only_days is not None:
+        return replace_days(
+            shadow,
+            target,
+            spec.partition_column,
+            only_days,
+            snapshot_properties,
+            options=fence_options(previous),
+        )
+    return replace_range(
+        shadow,
+        target,
+        spec.partition_column,
+        *interval,
+        snapshot_properties,
+        options=fence_options(previous),
     )
 
 

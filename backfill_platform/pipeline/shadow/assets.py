@@ -1,6 +1,7 @@
 """Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from dagster import (
     AssetDep,
@@ -94,11 +95,6 @@ def build_shadow_asset(
     # Resolved when definitions load, so a mistyped transform fails there, naming the dataset.
     transform = version_spec.load_transform()
     is_active = version == spec.active_version
-    active = " (active: feeds production)" if is_active else ""
-    reads_text = ", ".join(
-        f"`{i.stream}`" + (f" (from {format_duration(i.lookback)} before each day)" if i.lookback else "")
-        for i in spec.inputs
-    )
 
     @partitioned_spark_asset(
         key,
@@ -113,19 +109,7 @@ def build_shadow_asset(
         # Other versions sit in a group of their own, out of the production path's "Materialize all".
         group_name=spec.name if is_active else f"{spec.name}_other_versions",
         owner=spec.owner,
-        description=(
-            f"Shadow of `{spec.name}` computed by version **{version}**{active}: "
-            f"{version_spec.description} Transform `{version_spec.transform}` over the events of "
-            f"{reads_text}, written to "
-            f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
-            f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
-            + (
-                "production is promoted from it."
-                if is_active
-                else f"production is promoted from the active version's shadow ({spec.active_version}), "
-                "not from this one."
-            )
-        ),
+        description=_description(spec, version),
         metadata={"table": f"{SHADOW_NAMESPACE}.{spec.shadow_table(version)}", "version": version},
     )
     def _shadow(
@@ -135,12 +119,7 @@ def build_shadow_asset(
         start, end, days = window_days(context)
         max_ratio = divergence_bound(config, context.run.tags)
         per_day = promotion_policy(context.run.tags) == PER_DAY
-        for stream in sources:
-            if not table_exists(session, events_table(session, stream)):
-                raise Failure(
-                    f"{events_table(session, stream)} does not exist yet: materialize "
-                    f"{events_key(stream).to_user_string()} first"
-                )
+        _require_events(session, sources)
         # Pinned: the transform and the expectations it is checked against see the same events.
         reads = {i.stream: read_source(session, i, by_name[i.stream], start, end) for i in spec.inputs}
         judged = judge_inputs(session, spec, reads, days)
@@ -174,6 +153,38 @@ def build_shadow_asset(
         )
 
     return _shadow
+
+
+def _description(spec: DatasetSpec, version: str) -> str:
+    version_spec = spec.versions[version]
+    active = " (active: feeds production)" if version == spec.active_version else ""
+    reads_text = ", ".join(
+        f"`{i.stream}`" + (f" (from {format_duration(i.lookback)} before each day)" if i.lookback else "")
+        for i in spec.inputs
+    )
+    return (
+        f"Shadow of `{spec.name}` computed by version **{version}**{active}: "
+        f"{version_spec.description} Transform `{version_spec.transform}` over the events of "
+        f"{reads_text}, written to "
+        f"`{SHADOW_NAMESPACE}.{spec.shadow_table(version)}` (range replaced in one commit), then "
+        f"checked day by day, per {spec.bucket} bucket, against the events. Consumers never read it; "
+        + (
+            "production is promoted from it."
+            if active
+            else f"production is promoted from the active version's shadow ({spec.active_version}), "
+            "not from this one."
+        )
+    )
+
+
+def _require_events(session: Any, sources: Sequence[StreamSpec]) -> None:
+    """Fail naming the events asset to materialize first when a source's events table does not exist."""
+    for stream in sources:
+        if not table_exists(session, events_table(session, stream)):
+            raise Failure(
+                f"{events_table(session, stream)} does not exist yet: materialize "
+                f"{events_key(stream).to_user_string()} first"
+            )
 
 
 def source_dep(source: SourceInput, stream: StreamSpec) -> AssetDep:
