@@ -81,12 +81,16 @@ SETTLED_DAYS = 3
 EVENTS_PER_DAY = 500
 SEED = 5  # every ingestion hour of the generated range has a file (not so for every seed at 500 a day)
 # Both phases, from the sensor's start. The first promotion is three runs one after the other (events,
-# shadow, production), each waiting for a sensor tick (5 s here) and the backfill daemon (30 s); the late
+# shadow, production), each waiting for a sensor tick (10 s here) and the backfill daemon (30 s); the late
 # file one observation (every minute) and one run. Measured: 6-11 min with 30 s ticks, the longer on a
 # loaded 2-core machine; 12.5 min, then over 16 min, in CI runs whose other worker ran the soak, the bench
 # and the fault chains beside it (2026-11-26). A bound, not a speed target: it only ends a stuck refresh.
 REFRESH_TIMEOUT_SECONDS = 26 * 60
 POLL_SECONDS = 5
+# Each tick evaluates every asset's condition (~1.4 CPU-s in the code server here, mostly Dagster's event
+# log queries): 10 s halves that against 5 s, and adds ~5 s to each of the four steps, which wait ~30 s for
+# the backfill daemon anyway.
+SENSOR_INTERVAL_SECONDS = 10
 
 ARCHIVE = ["archive", f"{STREAM}_archive"]
 EVENTS = ["raw", f"{STREAM}_events"]
@@ -467,8 +471,10 @@ def refresh_dev(live: LiveStream, refresh_data: Path, tmp_path_factory: pytest.T
     """A `dagster dev` of this module's own (see the module docstring), on its own data directory."""
     assert os.environ.get("BACKFILL_PLATFORM_AUTOMATION", "stopped").lower() != "running"
     home = tmp_path_factory.mktemp("daily_refresh_dagster_home")
-    # The sensor every 5 s instead of Dagster's 30: each step of a chain waits for one tick.
-    with dagster_dev_server(refresh_data, home, [live.specs_dir], {INTERVAL_ENV: "5"}) as dev:
+    # The sensor every 10 s instead of the default 30: each step of a chain waits for one tick.
+    with dagster_dev_server(
+        refresh_data, home, [live.specs_dir], {INTERVAL_ENV: str(SENSOR_INTERVAL_SECONDS)}
+    ) as dev:
         yield dev
 
 

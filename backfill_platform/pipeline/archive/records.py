@@ -172,92 +172,127 @@ def _concatenated(stream: BinaryIO, max_record_bytes: int) -> Iterator[Record]:
     next `{` or newline, and is quarantined by the parse as `malformed_json`; an object cut off by the
     end of the file likewise. Records longer than `max_record_bytes` are `line_too_long` (first KiB).
     """
-    buf, i, start, number = b"", 0, -1, 0
-    state, depth = "between", 0
-    head: bytes | None = None  # the first KiB of an over-long record whose start left the buffer
-    dropped = 0  # bytes of the current record no longer in the buffer
-    first = True
-
-    def emit(end: int) -> Record:
-        nonlocal head, dropped
-        total = dropped + end - start
-        record = (
-            _too_long(number, head or buf[start : start + KEPT_PREFIX], total, max_record_bytes)
-            if total > max_record_bytes
-            else _decoded(number, buf[start:end])
-        )
-        head, dropped = None, 0
-        return record
-
-    more = False  # the state needs bytes beyond the buffer, though `i` is inside it
+    splitter = _ObjectSplitter(max_record_bytes)
     # `read1` returns what is there: a truncated gzip stream gives its intact bytes before it fails.
     read = getattr(stream, "read1", stream.read)
+    first = True
     while True:
-        if i >= len(buf) or more:
-            more = False
+        if splitter.needs_bytes():
             chunk = read(_CHUNK)
             if first and chunk.startswith(UTF8_BOM):
                 chunk = chunk[len(UTF8_BOM) :]
             first = False
             if not chunk:
                 break
-            if start < 0:
-                buf, i = buf[i:], 0
-            elif i - start > max_record_bytes:  # over-long: keep its head, let the rest go
-                head = head or buf[start : start + KEPT_PREFIX]
-                dropped += i - start
-                buf, i, start = buf[i:], 0, 0
-            else:
-                buf, i, start = buf[start:], i - start, 0
-            buf += chunk
+            splitter.feed(chunk)
             continue
-        if state == "between":
-            found = _NON_SPACE.search(buf, i)
-            if found is None:
-                i = len(buf)
-                continue
-            start, number = found.start(), number + 1
-            if buf[start] == ord("{"):
-                state, depth, i = "object", 1, start + 1
-            else:
-                state, i = "junk", start + 1
-        elif state == "object":
-            found = _STRUCTURE.search(buf, i)
-            if found is None:
-                i = len(buf)
-                continue
-            i, char = found.end(), buf[found.start()]
-            if char == ord('"'):
-                state = "string"
-            elif char in b"{[":
-                depth += 1
-            else:
-                depth -= 1
-                if depth == 0:
-                    yield emit(i)
-                    state, start = "between", -1
-        elif state == "string":
-            found = _STRING_END.search(buf, i)
-            if found is None:
-                i = len(buf)
-            elif buf[found.start()] == ord('"'):
-                state, i = "object", found.end()
-            elif found.start() + 1 < len(buf):
-                i = found.start() + 2  # an escape: the next byte is never the string's end
-            else:
-                i, more = found.start(), True  # the escaped byte is in the next chunk
-        else:  # junk: up to the next object or line
-            found = _JUNK_END.search(buf, i)
-            if found is None:
-                i = len(buf)
-                continue
-            end = found.start()
-            while end > start and buf[end - 1] in b" \t\r":
-                end -= 1
-            yield emit(end)
-            state, start, i = "between", -1, found.start()
-    if start >= 0:  # cut off by the end of the file
-        yield emit(len(buf))
+        record = splitter.step()
+        if record is not None:
+            yield record
+    if splitter.start >= 0:  # cut off by the end of the file
+        yield splitter.emit(len(splitter.buf))
+
+
+class _ObjectSplitter:
+    """The state of `_concatenated`'s scan: a buffer, the position in it, where the current record starts,
+    and whether the scan is between records, inside an object, inside one of its strings, or in junk."""
+
+    def __init__(self, max_record_bytes: int) -> None:
+        self.max_record_bytes = max_record_bytes
+        self.buf, self.i, self.start, self.number = b"", 0, -1, 0
+        self.state, self.depth = "between", 0
+        self.head: bytes | None = None  # the first KiB of an over-long record whose start left the buffer
+        self.dropped = 0  # bytes of the current record no longer in the buffer
+        self.more = False  # the state needs bytes beyond the buffer, though `i` is inside it
+
+    def needs_bytes(self) -> bool:
+        return self.i >= len(self.buf) or self.more
+
+    def feed(self, chunk: bytes) -> None:
+        """Append `chunk`, dropping what no record needs any more (the head of an over-long one is kept)."""
+        self.more = False
+        if self.start < 0:
+            self.buf, self.i = self.buf[self.i :], 0
+        elif self.i - self.start > self.max_record_bytes:  # over-long: keep its head, let the rest go
+            self.head = self.head or self.buf[self.start : self.start + KEPT_PREFIX]
+            self.dropped += self.i - self.start
+            self.buf, self.i, self.start = self.buf[self.i :], 0, 0
+        else:
+            self.buf, self.i, self.start = self.buf[self.start :], self.i - self.start, 0
+        self.buf += chunk
+
+    def emit(self, end: int) -> Record:
+        """The current record, ending at `end` in the buffer."""
+        total = self.dropped + end - self.start
+        record = (
+            _too_long(
+                self.number,
+                self.head or self.buf[self.start : self.start + KEPT_PREFIX],
+                total,
+                self.max_record_bytes,
+            )
+            if total > self.max_record_bytes
+            else _decoded(self.number, self.buf[self.start : end])
+        )
+        self.head, self.dropped = None, 0
+        return record
+
+    def step(self) -> Record | None:
+        """Scan on from `i` in the current state; the record that ends there, if one does."""
+        return getattr(self, f"_{self.state}")()
+
+    def _between(self) -> None:
+        found = _NON_SPACE.search(self.buf, self.i)
+        if found is None:
+            self.i = len(self.buf)
+            return
+        self.start, self.number = found.start(), self.number + 1
+        if self.buf[self.start] == ord("{"):
+            self.state, self.depth, self.i = "object", 1, self.start + 1
+        else:
+            self.state, self.i = "junk", self.start + 1
+
+    def _object(self) -> Record | None:
+        found = _STRUCTURE.search(self.buf, self.i)
+        if found is None:
+            self.i = len(self.buf)
+            return None
+        self.i, char = found.end(), self.buf[found.start()]
+        if char == ord('"'):
+            self.state = "string"
+        elif char in b"{[":
+            self.depth += 1
+        else:
+            self.depth -= 1
+            if self.depth == 0:
+                record = self.emit(self.i)
+                self.state, self.start = "between", -1
+                return record
+        return None
+
+    def _string(self) -> None:
+        found = _STRING_END.search(self.buf, self.i)
+        if found is None:
+            self.i = len(self.buf)
+        elif self.buf[found.start()] == ord('"'):
+            self.state, self.i = "object", found.end()
+        elif found.start() + 1 < len(self.buf):
+            self.i = found.start() + 2  # an escape: the next byte is never the string's end
+        else:
+            self.i, self.more = found.start(), True  # the escaped byte is in the next chunk
+
+    def _junk(self) -> Record | None:
+        """Up to the next object or line."""
+        found = _JUNK_END.search(self.buf, self.i)
+        if found is None:
+            self.i = len(self.buf)
+            return None
+        end = found.start()
+        while end > self.start and self.buf[end - 1] in b" \t\r":
+            end -= 1
+        record = self.emit(end)
+        self.state, self.start, self.i = "between", -1, found.start()
+        return record
 
 
 def _json_value(value: Any) -> Any:
