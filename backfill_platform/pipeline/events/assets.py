@@ -12,7 +12,7 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
 from backfill_platform.pipeline.archive.assets import archive_key
-from backfill_platform.pipeline.archive.listing import archive_for, hours
+from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, archive_for, hours
 from backfill_platform.pipeline.events.checks import (
     CHECK_DESCRIPTIONS,
     REQUIRED_COLUMNS,
@@ -144,8 +144,12 @@ def _description(spec: StreamSpec) -> str:
 
 
 def _what_to_read(
-    context: AssetExecutionContext, spark: SparkIcebergResource, spec: StreamSpec, key: AssetKey, archive
-) -> tuple[Any, datetime, list, DaysBefore]:
+    context: AssetExecutionContext,
+    spark: SparkIcebergResource,
+    spec: StreamSpec,
+    key: AssetKey,
+    archive: Archive,
+) -> tuple[Any, datetime, list[ArchiveFile], DaysBefore]:
     """The session, the window's start and the archive files the run reads, and the days before the
     range it ingests too (a dataset backfill's lookback reads them: ingested here unless already good)."""
     window = context.partition_time_window
