@@ -27,7 +27,7 @@ class IcebergCatalogResource(ConfigurableResource):
     (SQLite by default, PostgreSQL on a team's server); the warehouse on local disk or on S3."""
 
     name: str = Field(
-        default="lake",
+        default=settings.DEFAULT_CATALOG_NAME,
         description="Catalog name. Spark and PyIceberg must use the same one: the JDBC catalog stores it.",
     )
     rest_uri: str = Field(
@@ -368,7 +368,7 @@ def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
     default_sql = "" if rest_uri else f"sqlite:///{data}/catalog.db"
     default_warehouse = "" if rest_uri else f"file://{data}/warehouse"
     return IcebergCatalogResource(
-        name=settings.env_or(settings.CATALOG_NAME_ENV, "lake"),
+        name=settings.env_or(settings.CATALOG_NAME_ENV, settings.DEFAULT_CATALOG_NAME),
         rest_uri=rest_uri,
         rest_token=secret(settings.CATALOG_TOKEN_ENV),
         rest_credential=secret(settings.CATALOG_CREDENTIAL_ENV),

@@ -96,9 +96,9 @@ def duckdb_installed() -> bool:
 
 
 def _stream():
-    from backfill_platform.specs.loader import load_specs
+    from backfill_platform.components.registry import package_project, project_specs
 
-    return load_specs().streams[STREAM]
+    return project_specs(package_project()).streams[STREAM]
 
 
 def generate(
@@ -205,7 +205,7 @@ def baseline_spark_conf(env: dict[str, str], event_log: Path, read_bytes: int) -
     from backfill_platform.lakehouse.resources import IcebergCatalogResource, spark_from_env
 
     catalog = IcebergCatalogResource(
-        name=env.get(settings.CATALOG_NAME_ENV) or "lake",
+        name=env.get(settings.CATALOG_NAME_ENV) or settings.DEFAULT_CATALOG_NAME,
         jdbc_uri=env[settings.CATALOG_JDBC_URI_ENV],
         sql_uri=env[settings.CATALOG_SQL_URI_ENV],
         warehouse=env[settings.WAREHOUSE_ENV],
@@ -246,7 +246,7 @@ def execute(run: Run, index: int) -> dict:
         raise RuntimeError(f"bench run {run.label} failed (exit {code}); end of {log}:\n{tail}")
     child = json.loads(Path(spec["result"]).read_text())
     table = {"baseline": SPARK_TABLE, "duckdb": DUCKDB_TABLE}.get(run.variant, f"raw.{STREAM}_events")
-    catalog_name = settings.env_or(settings.CATALOG_NAME_ENV, "lake")
+    catalog_name = settings.env_or(settings.CATALOG_NAME_ENV, settings.DEFAULT_CATALOG_NAME)
     start = midnight(run.first)
     back = read_back(run.run_dir, catalog_name, table, start, start + run.days * DAY)
     figures = (
