@@ -1,5 +1,6 @@
 """Entry point of the code location (`dagster dev`, `dg`, `dagster asset materialize -m ...`): the
-component instances of the package's defs folder, plus the spec folders of BACKFILL_PLATFORM_SPECS."""
+component instances of the package's defs folder (the demo), as a team's project loads its own; its
+Lakehouse adds the spec folders of BACKFILL_PLATFORM_SPECS (`components/lakehouse.py`)."""
 
 from pathlib import Path
 
@@ -11,7 +12,6 @@ def defs() -> Definitions:
     from dagster.components import load_defs
 
     import backfill_platform.defs
-    from backfill_platform.orchestration.factory import spec_folder_definitions
     from backfill_platform.specs.yaml_guard import check_folder
 
     # Dagster parses the component files itself: the same bounds as the spec loader's first (a bomb or
@@ -19,6 +19,4 @@ def defs() -> Definitions:
     check_folder(Path(backfill_platform.defs.__file__).parent)
     # The package's parent is the project root in a checkout and in site-packages alike.
     project_root = Path(backfill_platform.defs.__file__).parents[2]
-    return Definitions.merge(
-        load_defs(backfill_platform.defs, project_root=project_root), spec_folder_definitions()
-    )
+    return load_defs(backfill_platform.defs, project_root=project_root)

@@ -20,7 +20,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.lakehouse.tables import current_snapshot_id
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir, write_dagster_home
 from backfill_platform_tests.support.session import DAGSTER_CLI, DAYS, REPO_ROOT, START

@@ -4,6 +4,8 @@ daily dataset and its transform module beside its spec, declared as components.
 `backfill-platform init` writes the project and `dg scaffold defs` valid starting points; `dg check defs` and `dg list defs` accept the project;
 `dg launch` backfills three days in one run; production is read back with PyIceberg and compared with
 the generator's truth (events written per day, starts per day), computed independently of the platform.
+The `backfill-platform` CLI, run from the project's folder with no variable, backfills and reports the
+project's own dataset and knows none of the demo's.
 A misspelt attribute is reported by `dg check defs` with the file and the line.
 """
 
@@ -20,6 +22,7 @@ import yaml
 from backfill_platform import settings
 from backfill_platform.components.project import init_project
 from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform_tests.support.cli import table_row
 from backfill_platform_tests.support.lakehouse import catalog_of, write_dagster_home
 from backfill_platform_tests.support.session import REPO_ROOT
 
@@ -66,7 +69,7 @@ class TeamProject:
         self.home.mkdir()
         write_dagster_home(self.home)
 
-    def dg(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", settings.SPECS_ENV)}
         env.update(
             {
@@ -78,10 +81,13 @@ class TeamProject:
                 "DAGSTER_DISABLE_TELEMETRY": "1",
             }
         )
+        return env
+
+    def dg(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run(
             [str(DG), *args],
             cwd=self.root,
-            env=env,
+            env=self.env(),
             capture_output=True,
             text=True,
             timeout=DG_TIMEOUT_SECONDS,
@@ -90,6 +96,19 @@ class TeamProject:
             assert result.returncode == 0, (
                 f"dg {' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
             )
+        return result
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        """`backfill-platform` run from the project's folder, as `dg` is: no BACKFILL_PLATFORM_SPECS."""
+        result = subprocess.run(
+            [str(DG.parent / "backfill-platform"), *args],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=DG_TIMEOUT_SECONDS,
+        )
+        print(result.stdout[-4000:], result.stderr[-4000:])  # shown when a test fails
         return result
 
     def write_component(self, name: str, component_type: str, attributes: dict) -> Path:
@@ -160,6 +179,41 @@ def test_a_dg_launch_backfill_promotes_what_the_archive_holds(backfilled, truth)
     expected = {day: truth["partitions"][day]["written"] for day in DAYS}
     assert per_day == expected
     assert starts == {day: truth["partitions"][day]["starts"] for day in DAYS}
+
+
+def test_the_cli_backfills_and_reports_the_team_project_from_its_folder(backfilled, truth):
+    """The CLI finds the project as `dg` does, from the working directory: its own streams and datasets
+    (none of the demo's), its code location for the run. No variable names the project."""
+    rerun = backfilled.cli(
+        "backfill",
+        "--dataset",
+        "daily_activity",
+        "--start",
+        DAYS[1],
+        "--end",
+        DAYS[2],
+        "--reason",
+        "team cli",
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "promoted 1 day(s)" in rerun.stdout
+    catalog = catalog_of(backfilled.data).load()
+    production = catalog.load_table("prod.daily_activity")
+    assert production.current_snapshot().summary["reason"] == "team cli"
+    rows = production.scan(row_filter=f"event_date = '{DAYS[1]}'").to_arrow().to_pylist()
+    assert sum(row["events"] for row in rows) == truth["partitions"][DAYS[1]]["written"]
+
+    status = backfilled.cli("status")
+    assert status.returncode == 0, status.stderr[-3000:]
+    lines = [line for line in status.stdout.splitlines() if line.startswith("│")]
+    assert {line.split("│")[1].strip() for line in lines} == {"daily_activity"}, status.stdout
+    assert table_row(status.stdout, "daily_activity", DAYS[1])[2] == "promoted"
+    assert str(production.current_snapshot().snapshot_id) in table_row(status.stdout, DAYS[1])[3]
+
+    unknown = backfilled.cli("status", "--dataset", "views_per_title")
+    assert unknown.returncode != 0
+    assert f"unknown dataset 'views_per_title' in the project at {backfilled.root}" in unknown.stderr
+    assert "known: ['daily_activity']" in unknown.stderr
 
 
 def test_scaffolded_components_are_a_valid_starting_point(tmp_path):

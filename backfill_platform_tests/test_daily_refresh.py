@@ -2,7 +2,8 @@
 
 A stream that is live relative to the real clock (`playback_live`: a small generated archive whose last
 three days have settled, all within the 7-day refresh horizon, archive observed every minute) and the
-demo dataset on it (`views_live`) are served by a real `dagster dev` (webserver + daemon). The test turns
+demo dataset on it (`views_live`), declared in a team's project, are served by a real `dagster dev`
+(webserver + daemon). The test turns
 the `daily_refresh` sensor on as a user would (GraphQL `startSensor`) and then only watches:
 
 1. the sensor observes the archive and requests events → active shadow → production for each settled
@@ -22,13 +23,13 @@ the same ingestion hour; exactly the join days whose inputs it changed are re-pr
 Every run and backfill in the instance was launched by the sensor. The time from writing the late file
 to the re-promotion is printed (`pytest -s`). The sensor is stopped at the end.
 
-The test has a `dagster dev` of its own, on a data directory of its own (its runs commit there, never to
-the test process's catalog), rather than the session's shared one: the sensor evaluates every
-stream of the code location, and the session's October 2026 streams (`playback`, `playback_gap_ui`...)
-have day partitions up to today, so their last settled days are inside the refresh horizon with no
-archive at all. The sensor requests them too, and they fail their `settled` and `records_present`
-checks, as a lost archive must. Those failed days would stay in the shared instance, where the UI tests
-count failed partitions and check verdicts.
+The streams and datasets are a team's project of their own (as `backfill-platform init` writes it, each
+spec a component), served by a `dagster dev` of its own on a data directory of its own (its runs commit
+there, never to the test process's catalog). The sensor evaluates every stream of the code location:
+the package's location would add the demo's streams and the session's October 2026 ones, whose last
+days are inside the refresh horizon with no archive here; the sensor would request them too, and they
+would fail `settled` and `records_present`, as a lost archive must (runs wasted, and failed days in the
+shared instance where the UI tests count them). A team's project holds only its own.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import yaml
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.components.project import init_project
 from backfill_platform.devtools.generator.impressions import (
     attribution_truth,
     generate_impressions_archive,
@@ -75,6 +77,7 @@ from backfill_platform_tests.support.lakehouse import lakehouse_session, own_dat
 # Server start (up to 3 min) + both phases (REFRESH_TIMEOUT_SECONDS) + the final reads.
 pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(2100), pytest.mark.long_running(minutes=8)]
 
+PROJECT = "refresh_project"
 STREAM = "playback_live"
 DATASET = "views_live"
 SETTLED_DAYS = 3
@@ -346,10 +349,26 @@ def days_materialized_after(dev: DagsterDev, asset: list[str], days: list[str], 
 # --- the live stream -------------------------------------------------------------------------------------
 
 
+def team_project(root: Path, specs: dict[str, dict]) -> Path:
+    """A project as `backfill-platform init` writes it, each spec a Stream or Dataset component, and a
+    workspace that `dagster dev` serves it from (its folder as the working directory, as `dg dev` does)."""
+    init_project(root)
+    for name, spec in specs.items():
+        folder = root / root.name / "defs" / name
+        folder.mkdir()
+        component_type = {"stream": "Stream", "dataset": "Dataset"}[spec.pop("kind")]
+        component = {"type": f"backfill_platform.components.{component_type}", "attributes": spec}
+        (folder / "defs.yaml").write_text(yaml.safe_dump(component, sort_keys=False))
+    location = {"module_name": f"{root.name}.definitions", "working_directory": str(root)}
+    workspace = {"load_from": [{"python_module": {**location, "location_name": root.name}}]}
+    (root / "workspace.yaml").write_text(yaml.safe_dump(workspace, sort_keys=False))
+    return root
+
+
 @dataclass(frozen=True)
 class LiveStream:
     spec: StreamSpec
-    specs_dir: Path
+    project: Path  # the root of the team project that declares the streams and datasets
     archive: Path
     days: list[date]  # the settled days, oldest first
     impressions: Path  # the impressions stream's archive
@@ -405,12 +424,11 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
     join["expected_rows"]["source"] = STREAM
     join["versions"] = {"v2": {"transform": "attribution.py:v2"}}
 
-    specs_dir = tmp_path_factory.mktemp("daily_refresh_specs")
-    (specs_dir / f"{STREAM}.yaml").write_text(yaml.safe_dump(stream, sort_keys=False))
-    (specs_dir / f"{DATASET}.yaml").write_text(yaml.safe_dump(dataset, sort_keys=False))
-    (specs_dir / f"{IMPRESSIONS_STREAM}.yaml").write_text(yaml.safe_dump(impressions, sort_keys=False))
-    (specs_dir / f"{JOIN}.yaml").write_text(yaml.safe_dump(join, sort_keys=False))
-    (specs_dir / "attribution.py").write_text(JOIN_TRANSFORM)
+    project = team_project(
+        tmp_path_factory.mktemp("daily_refresh_project") / PROJECT,
+        {STREAM: stream, DATASET: dataset, IMPRESSIONS_STREAM: impressions, JOIN: join},
+    )
+    (project / PROJECT / "defs" / JOIN / "attribution.py").write_text(JOIN_TRANSFORM)
 
     archive = refresh_data / "archive" / STREAM
     config = GeneratorConfig(start=start, days=SETTLED_DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
@@ -458,7 +476,7 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
     late_play = {**candidates[0], "midnight_ms": midnight_ms, "middle": middle}
     return LiveStream(
         spec=spec,
-        specs_dir=specs_dir,
+        project=project,
         archive=archive,
         days=days,
         impressions=impressions_archive,
@@ -473,7 +491,7 @@ def refresh_dev(live: LiveStream, refresh_data: Path, tmp_path_factory: pytest.T
     home = tmp_path_factory.mktemp("daily_refresh_dagster_home")
     # The sensor every 10 s instead of the default 30: each step of a chain waits for one tick.
     with dagster_dev_server(
-        refresh_data, home, [live.specs_dir], {INTERVAL_ENV: str(SENSOR_INTERVAL_SECONDS)}
+        refresh_data, home, [], {INTERVAL_ENV: str(SENSOR_INTERVAL_SECONDS)}, live.project / "workspace.yaml"
     ) as dev:
         yield dev
 

@@ -130,13 +130,14 @@ def test_a_replay_killed_at_each_point_resumes_exactly_once(topics, failpoint, o
 
 
 def test_the_dagster_job_replays_with_typed_config(topics) -> None:
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.replay.job import replay_to_kafka_job
 
     first, after = day(2), day(3)
     config = {"stream": "playback", "start": str(first), "end": str(after), "to_kafka": BACKFILL}
     result = replay_to_kafka_job.execute_in_process(
         run_config={"ops": {"replay_to_kafka_op": {"config": config}}},
-        resources={"kafka": KafkaResource(bootstrap_servers=topics.bootstrap)},
+        resources={"kafka": KafkaResource(bootstrap_servers=topics.bootstrap), "specs": project_specs()},
     )
     assert result.success
     (materialized,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]

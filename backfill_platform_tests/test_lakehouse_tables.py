@@ -11,9 +11,9 @@ from datetime import date, datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import (
     FANOUT_UP_TO_DAYS,
-    current_snapshot_id,
     ensure_table,
     read_at,
     replace_range,

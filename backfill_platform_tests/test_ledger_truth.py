@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.lakehouse.tables import current_snapshot_id
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.operations.ledger_view import latest, ledger_rows
 from backfill_platform.pipeline.ledger.latest import LATEST_ORDER, latest_per
 from backfill_platform.pipeline.ledger.ledger import (
@@ -127,6 +127,7 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
 def test_the_revert_job_materializes_each_restored_day(
     ready, spark, spark_resource, playback, tmp_path, monkeypatch
 ):
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
     name = "views_truth_job"
@@ -136,7 +137,7 @@ def test_the_revert_job_materializes_each_restored_day(
     promotion = promote(spark, spec, [playback], D1, D3)
     result = revert_promotion_job.execute_in_process(
         run_config={"ops": {"revert_promotion_op": {"config": {"dataset": name, "reason": "job"}}}},
-        resources={"spark": spark_resource},
+        resources={"spark": spark_resource, "specs": project_specs()},
     )
     assert result.success
     materializations = result.asset_materializations_for_node("revert_promotion_op")

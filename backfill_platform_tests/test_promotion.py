@@ -9,8 +9,8 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import (
-    current_snapshot_id,
     replace_range,
     snapshot_summary,
     table_exists,
@@ -381,6 +381,7 @@ def test_a_key_value_with_a_pipe_reads_back_whole_from_the_divergence_sample(
 def test_revert_job_restores_the_last_promotion(
     ready, spark, spark_resource, playback, tmp_path, monkeypatch
 ):
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
     # The job looks the dataset up by name among the loaded specs: a spec file of the test's own.
@@ -392,7 +393,7 @@ def test_revert_job_restores_the_last_promotion(
     promoted = current_snapshot_id(spark, table)
     result = revert_promotion_job.execute_in_process(
         run_config={"ops": {"revert_promotion_op": {"config": {"dataset": spec.name, "reason": "job test"}}}},
-        resources={"spark": spark_resource},
+        resources={"spark": spark_resource, "specs": project_specs()},
     )
     assert result.success
     summary = snapshot_summary(spark, table, current_snapshot_id(spark, table))

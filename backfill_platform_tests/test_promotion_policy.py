@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import (
-    current_snapshot_id,
     replace_days,
     replace_range,
     snapshot_summary,

@@ -191,7 +191,9 @@ def test_killed_replay_resumes_with_at_most_one_batch_again(streams, moto, tmp_p
 
 
 def test_dagster_job_replays_with_the_same_config(streams, tmp_path: Path) -> None:
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.replay.job import replay_to_kinesis_job
+    from backfill_platform.pipeline.replay.kinesis import KinesisResource
 
     config = {
         "stream": "playback",
@@ -202,7 +204,8 @@ def test_dagster_job_replays_with_the_same_config(streams, tmp_path: Path) -> No
         "checkpoint": str(tmp_path / "job.json"),
     }
     result = replay_to_kinesis_job.execute_in_process(
-        run_config={"ops": {"replay_to_kinesis_op": {"config": config}}}
+        run_config={"ops": {"replay_to_kinesis_op": {"config": config}}},
+        resources={"specs": project_specs(), "kinesis": KinesisResource()},
     )
     assert result.success
     summary = result.output_for_node("replay_to_kinesis_op")
@@ -213,6 +216,7 @@ def test_dagster_job_replays_with_the_same_config(streams, tmp_path: Path) -> No
 
     refused = replay_to_kinesis_job.execute_in_process(
         run_config={"ops": {"replay_to_kinesis_op": {"config": {**config, "to_kinesis": LIVE}}}},
+        resources={"specs": project_specs(), "kinesis": KinesisResource()},
         raise_on_error=False,
     )
     assert not refused.success

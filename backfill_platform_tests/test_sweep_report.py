@@ -19,7 +19,7 @@ from click.testing import Result
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
-from backfill_platform.lakehouse.tables import current_snapshot_id
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS
 from backfill_platform_tests.support.lakehouse import write_dagster_home

@@ -39,12 +39,13 @@ def spark_session():
 
 
 def dataset_spec(name: str):
-    from backfill_platform.specs.loader import load_specs
+    from backfill_platform.components.registry import find_project, project_specs
 
-    datasets = load_specs().datasets
+    datasets = project_specs().datasets
     if name not in datasets:
         raise click.BadParameter(
-            f"unknown dataset {name!r}; known: {sorted(datasets)}", param_hint="--dataset"
+            f"unknown dataset {name!r} in the project at {find_project().root}; known: {sorted(datasets)}",
+            param_hint="--dataset",
         )
     return datasets[name]
 

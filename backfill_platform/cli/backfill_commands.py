@@ -35,15 +35,15 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
     """
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.plan import plan_summary, plan_table
     from backfill_platform.specs.durations import DAY
-    from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
     if (stream is None) == (dataset is None):
         raise click.UsageError("give exactly one of --stream and --dataset")
     first, after = day_range(start, end)
-    specs = load_specs()
+    specs = project_specs()
     if dataset is not None:
         datasets = [dataset_spec(dataset)]
         streams = datasets[0].stream_names  # a join re-derives every source's events
@@ -149,6 +149,7 @@ def backfill(
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
     """
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.backfill import (
         POLICIES,
         BackfillRequest,
@@ -162,12 +163,11 @@ def backfill(
     from backfill_platform.operations.progress import backfill_update, progress_display, step_update
     from backfill_platform.operations.submit import submit_backfill
     from backfill_platform.orchestration.instance import instance_from_env
-    from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
     first, after = day_range(start, end)
     spec = dataset_spec(dataset)
-    streams = load_specs().streams
+    streams = project_specs().streams
     sources = tuple(streams[name] for name in spec.stream_names)
     request = BackfillRequest(
         spec, sources[0], first, after, reason, ticket, dry_run, POLICIES[policy], log_level.upper(), sources
@@ -207,11 +207,11 @@ def status_command(dataset: str | None) -> None:
     """Per dataset and day: promoted (version @ snapshot), provisional, blocked (failed checks), stale
     (events re-derived since validated), validated or adopted — from the ledger, through PyIceberg (no
     Spark). `ledger --dataset D` first repairs the ledger if a process died after a production commit."""
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.status import status, status_table
-    from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
-    datasets = [dataset_spec(dataset)] if dataset else list(load_specs().datasets.values())
+    datasets = [dataset_spec(dataset)] if dataset else list(project_specs().datasets.values())
     wide_console().print(status_table(status(datasets)))
 
 
@@ -246,8 +246,8 @@ def sweep_command(dataset: str, start, end) -> None:
     divergent days and, per contiguous span of them, the `backfill` command that re-derives it. Exits
     1 when it proposes a backfill, 0 when nothing diverges.
     """
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.sweep import sweep, sweep_table
-    from backfill_platform.specs.loader import load_specs
 
     quiet_dagster()
     if (start is None) != (end is None):
@@ -258,7 +258,7 @@ def sweep_command(dataset: str, start, end) -> None:
         raise click.UsageError(
             f"sweep compares production with one stream's events; {dataset} reads {spec.stream_names}"
         )
-    stream = load_specs().streams[spec.primary_stream]
+    stream = project_specs().streams[spec.primary_stream]
     console = wide_console()
     with console.status(f"sweeping {dataset}: starting Spark") as status, refusals():
         result = sweep(

@@ -69,6 +69,7 @@ def replay_command(
         TimeRemainingColumn,
     )
 
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.lakehouse.resources import open_catalog
     from backfill_platform.pipeline.kafka_cluster import KafkaResource
     from backfill_platform.pipeline.replay.delivery import ReplayError
@@ -79,7 +80,6 @@ def replay_command(
         run_kafka_replay,
         run_replay,
     )
-    from backfill_platform.specs.loader import load_specs
 
     if (kinesis is None) == (kafka is None):
         raise click.UsageError("give one target: --to-kinesis STREAM or --to-kafka TOPIC")
@@ -88,7 +88,7 @@ def replay_command(
     rate = max_records_per_second or (20_000 if kafka else 500)
     quiet_dagster()
     first, after = day_range(start, end)
-    streams = load_specs().streams
+    streams = project_specs().streams
     if stream not in streams:
         raise click.BadParameter(
             f"unknown stream {stream!r}; known: {sorted(streams)}", param_hint="--stream"

@@ -2,7 +2,9 @@
 
 The Iceberg catalog and Spark resources of the current tier (environment variables, embedded SQLite
 by default), the executor that records run workers and fences writers, the daily-refresh sensor and
-the revert job. One instance per project.
+the revert and replay jobs, which find the project's streams and datasets in the `specs` resource
+(`components/registry.py`). One instance per project. In this package's own project it also builds the
+assets of the spec folders named in BACKFILL_PLATFORM_SPECS.
 """
 
 from __future__ import annotations
@@ -15,6 +17,18 @@ class Lakehouse(Component):
     docs/deployment.md), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.orchestration.factory import platform_definitions
+        from backfill_platform.components.registry import project_of, tree_specs, with_spec_folders
+        from backfill_platform.orchestration.factory import platform_definitions, spec_assets
 
-        return platform_definitions()
+        tree = context.component_tree
+        components = tree_specs(tree)
+        # The project's streams and datasets, for the jobs that look one up by name (revert, replay).
+        specs = with_spec_folders(components, project_of(tree))
+        # This package's own project also serves the spec folders of BACKFILL_PLATFORM_SPECS (none for
+        # a team's project): their assets are built here, where every stream they may read is known.
+        folders = spec_assets(
+            [s for name, s in specs.streams.items() if name not in components.streams],
+            [d for name, d in specs.datasets.items() if name not in components.datasets],
+            specs.streams,
+        )
+        return Definitions.merge(platform_definitions(specs), Definitions(assets=folders))

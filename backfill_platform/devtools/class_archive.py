@@ -124,6 +124,7 @@ def run_child(written: Path) -> None:
     from pyspark import SparkContext
 
     from backfill_platform import settings
+    from backfill_platform.components.registry import package_project, project_specs
     from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
     from backfill_platform.lakehouse.resources import (
         LOCAL_CLIENT_JIT_OPTIONS,
@@ -134,10 +135,9 @@ def run_child(written: Path) -> None:
     from backfill_platform.pipeline.events.assets import events_key
     from backfill_platform.pipeline.promotion.assets import production_key
     from backfill_platform.pipeline.shadow.assets import shadow_key
-    from backfill_platform.specs.loader import load_specs
 
-    defs = build_definitions()
-    specs = load_specs()
+    specs = project_specs(package_project())
+    defs = build_definitions(specs)
     stream, views = specs.streams["playback"], specs.datasets["views_per_title"]
     # The stream's first three days; the middle one is backfilled (its read window reaches into both others,
     # and it has settled: the `settled` check blocks an archive that ends inside the window).

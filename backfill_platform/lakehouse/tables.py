@@ -214,10 +214,6 @@ def snapshot_of_write(spark: SparkSession, identifier: str, write_id: str) -> in
     return found[0]["snapshot_id"]
 
 
-def current_snapshot_id(spark: SparkSession, identifier: str) -> int | None:
-    return snapshots.current_snapshot_id(spark, identifier)
-
-
 def snapshot_summary(spark: SparkSession, identifier: str, snapshot_id: int) -> dict[str, str]:
     details = snapshots.snapshot_details(spark, identifier, snapshot_id)
     if details is None:

@@ -1,6 +1,7 @@
 """A backfill run in this process: the code location's asset job for the range, as one Dagster run.
 
-The run executes the location's asset job (`backfill_platform.definitions`) with the location's own
+The run executes the asset job of the working directory's project (its code location module,
+`components/registry.find_project`; this package's `backfill_platform.definitions` outside one) with its own
 executor (worker tag, catalog writer lock, pool waits), recorded in the Dagster instance of
 `DAGSTER_HOME`: the same run the UI shows, with the same tags a UI backfill would carry. Progress: a
 watcher thread reads the run's step events from the instance as they are stored (`operations/progress.py`).
@@ -12,17 +13,15 @@ so a second data directory has its own run history.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from dagster import DagsterInstance, execute_job
 
+from backfill_platform.components.registry import find_project, importable
 from backfill_platform.dagster_internals import ReconstructableRepository
 from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest
 from backfill_platform.operations.progress import StepProgress, StepWatcher
 from backfill_platform.operations.read_back import events_in_log, read_back
-
-DEFINITIONS_MODULE = "backfill_platform.definitions"
 
 
 def run_backfill(
@@ -34,7 +33,9 @@ def run_backfill(
     if not request.days:
         raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
     keys = request.asset_keys()
-    repository = ReconstructableRepository.for_module(DEFINITIONS_MODULE, "defs", os.getcwd())
+    project = find_project()
+    importable(project)
+    repository = ReconstructableRepository.for_module(project.definitions_module, "defs", str(project.root))
     job = repository.get_definition().get_implicit_job_def_for_assets(keys)
     if job is None:
         raise ValueError(f"no asset job holds {', '.join(k.to_user_string() for k in keys)}")

@@ -1,8 +1,9 @@
 """Build every asset, check and job from the specs: nothing is written per stream or dataset by hand.
 
-Three ways in, one set of builders: the `Stream`, `Dataset` and `Lakehouse` components (a project's
-defs folder, `definitions.py`), the spec folders of `BACKFILL_PLATFORM_SPECS`, and `build_definitions`
-for a whole `SpecSet` in one call (the demo, the benchmark, tests).
+One set of builders for two callers: the `Stream`, `Dataset` and `Lakehouse` components (a project's
+defs folder, its `definitions.py`; the Lakehouse also builds the spec folders of BACKFILL_PLATFORM_SPECS
+in this package's project), and `build_definitions` for a whole `SpecSet` in one call (the demo, the
+benchmark, tests).
 """
 
 from __future__ import annotations
@@ -22,22 +23,34 @@ from backfill_platform.orchestration.automation.sensor import automation_sensor
 from backfill_platform.orchestration.runs.executor import fenced_in_process_executor
 from backfill_platform.pipeline.archive.assets import archive_key, build_archive_asset
 from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.kafka_cluster import KafkaResource
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 from backfill_platform.pipeline.replay.job import replay_to_kafka_job, replay_to_kinesis_job
+from backfill_platform.pipeline.replay.kinesis import KinesisResource
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import SpecSet, load_specs, spec_dirs
+from backfill_platform.specs.loader import SpecSet
 from backfill_platform.specs.stream import StreamSpec
 
 
-def platform_definitions() -> Definitions:
-    """What every stream and dataset runs on: resources of the current tier, executor, sensor, jobs."""
+def platform_definitions(specs: SpecSet) -> Definitions:
+    """What every stream and dataset runs on: resources of the current tier, executor, sensor, jobs.
+
+    `specs`: every stream and dataset of the code location, the `specs` resource of its jobs (revert and
+    replay look theirs up by name)."""
     catalog = catalog_from_env()
     return Definitions(
         jobs=[revert_promotion_job, replay_to_kinesis_job, replay_to_kafka_job],
         sensors=[automation_sensor()],
-        resources={"catalog": catalog, "spark": spark_from_env(catalog)},
+        resources={
+            "catalog": catalog,
+            "spark": spark_from_env(catalog),
+            "specs": specs,
+            # The replay jobs' targets (their settings through the environment, see their resources).
+            "kinesis": KinesisResource(),
+            "kafka": KafkaResource(),
+        },
         # Spark steps share the run's session: one JVM per run, not one per step. The executor also
         # records the run's worker and fences writers (backfill_platform/orchestration/runs/executor.py).
         executor=fenced_in_process_executor(catalog.jdbc_uri),
@@ -79,20 +92,7 @@ def dataset_assets(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> l
     return assets
 
 
-def build_definitions(specs: SpecSet | None = None) -> Definitions:
-    """Every asset of a SpecSet (default: the built-in specs and BACKFILL_PLATFORM_SPECS) and the platform."""
-    specs = specs if specs is not None else load_specs()
+def build_definitions(specs: SpecSet) -> Definitions:
+    """Every asset of a SpecSet and the platform, in one call (the demo, the benchmark, tests)."""
     assets = spec_assets(specs.streams.values(), specs.datasets.values(), specs.streams)
-    return Definitions.merge(Definitions(assets=assets), platform_definitions())
-
-
-def spec_folder_definitions() -> Definitions:
-    """The assets of the spec folders named in BACKFILL_PLATFORM_SPECS (the package's own streams and
-    datasets are components; a dataset in a folder may read one of them)."""
-    extra = spec_dirs()[1:]
-    if not extra:
-        return Definitions()
-    folders = load_specs(extra)
-    return Definitions(
-        assets=spec_assets(folders.streams.values(), folders.datasets.values(), load_specs().streams)
-    )
+    return Definitions.merge(Definitions(assets=assets), platform_definitions(specs))

@@ -146,9 +146,10 @@ def _field_path(loc: tuple) -> str:
     return ".".join(str(part) for i, part in enumerate(parts) if i not in tags) or "<root>"
 
 
-def load_specs(dirs: list[Path] | None = None) -> SpecSet:
+def load_specs(dirs: list[Path] | None = None, known_streams: dict[str, StreamSpec] | None = None) -> SpecSet:
     """Load every spec of the given folders (default: built-in + BACKFILL_PLATFORM_SPECS): flat `*.yaml`
-    files and Stream/Dataset component instances (`defs.yaml`)."""
+    files and Stream/Dataset component instances (`defs.yaml`). A dataset may read a stream of these
+    folders or one of `known_streams` (a project's components, `components/registry.py`)."""
     specs = SpecSet()
     for folder in dirs if dirs is not None else spec_dirs():
         if folder == BUILTIN_SPECS_DIR and not any(folder.rglob(COMPONENT_FILE)):
@@ -167,6 +168,7 @@ def load_specs(dirs: list[Path] | None = None) -> SpecSet:
     # table, and each version's transform.
     from backfill_platform.specs.references import dataset_problems
 
+    streams = {**(known_streams or {}), **specs.streams}
     for dataset in specs.datasets.values():
-        raise_problems(dataset._source_path, dataset_problems(dataset, specs.streams))
+        raise_problems(dataset._source_path, dataset_problems(dataset, streams))
     return specs

@@ -165,10 +165,15 @@ def wait_until_loaded(dev: DagsterDev) -> None:
 
 @contextmanager
 def dagster_dev_server(
-    data_dir: Path, dagster_home: Path, spec_dirs: list[Path], extra_env: dict[str, str] | None = None
+    data_dir: Path,
+    dagster_home: Path,
+    spec_dirs: list[Path],
+    extra_env: dict[str, str] | None = None,
+    workspace: Path = REPO_ROOT / "workspace.yaml",
 ) -> Iterator[DagsterDev]:
     """`dagster dev` on a free loopback port with its own DAGSTER_HOME (and `extra_env` on top of the
-    test process's environment); stopped (group) on exit."""
+    test process's environment), serving `workspace` (default: the repository's, the package's project
+    with `spec_dirs` as BACKFILL_PLATFORM_SPECS); stopped (group) on exit."""
     write_dagster_home(dagster_home)
     port = free_port()
     env = {
@@ -181,11 +186,11 @@ def dagster_dev_server(
         **(extra_env or {}),
     }
     log = dagster_home / "dagster_dev.log"
-    command = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml")]
+    command = [sys.executable, "-m", "dagster", "dev", "-w", str(workspace)]
     with log.open("wb") as out:
         process = subprocess.Popen(
             [*command, "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO_ROOT,
+            cwd=workspace.parent,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,

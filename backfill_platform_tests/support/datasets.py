@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from dagster import materialize
 
-from backfill_platform.lakehouse.tables import current_snapshot_id
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table

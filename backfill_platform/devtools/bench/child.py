@@ -93,6 +93,7 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
     from dagster import AssetKey, DagsterInstance, materialize
 
     from backfill_platform import settings
+    from backfill_platform.components.registry import package_project, project_specs
     from backfill_platform.devtools.demo.story import quiet, range_tags
     from backfill_platform.orchestration.factory import build_definitions
 
@@ -100,7 +101,7 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
     # horizon passed) whatever today's date: a year of days reaches beyond today. As tests do.
     seen_at = max(settings.now(), end + 2 * DAY)
     settings.now = lambda: seen_at
-    defs = build_definitions()
+    defs = build_definitions(project_specs(package_project()))
     spark = _spark_resource(Path(spec["event_log"]))
     assets = [defs.get_assets_def(AssetKey(list(key))) for key in PLATFORM_ASSETS[spec["variant"]]]
     if spec.get("warm_up_days"):

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backfill_platform import settings
+from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.devtools.demo.attribution import attribution_story
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.devtools.generator.impressions import generate_impressions_archive
@@ -44,7 +45,6 @@ from backfill_platform.pipeline.promotion.adopt import adopt
 from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
 from backfill_platform.pipeline.validation.metadata_tables import table_markdown
 from backfill_platform.specs.durations import DAY
-from backfill_platform.specs.loader import load_specs
 
 console = Console(width=140)
 
@@ -108,8 +108,8 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
         f"beside them: {shown['totals']['lines']:,} lines in {shown['totals']['files']} files"
     )
 
-    defs = build_definitions()
-    specs = load_specs()
+    specs = project_specs(package_project())
+    defs = build_definitions(specs)
     stream, views = specs.streams["playback"], specs.datasets["views_per_title"]
     spark_resource = defs.resources["spark"]
     dagster = instance()

@@ -5,14 +5,14 @@ the production asset. So that the UI's partitions of `prod/<dataset>_production`
 each restored or adopted day is reported as a materialization of that partition, with the snapshot.
 """
 
-from dagster import AssetMaterialization, Config, Failure, OpExecutionContext, job, op
+from dagster import AssetMaterialization, Config, Failure, OpExecutionContext, ResourceParam, job, op
 from pydantic import Field
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.pipeline.promotion.assets import production_key
 from backfill_platform.pipeline.promotion.revert import Revert, revert_promotion
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import load_specs
+from backfill_platform.specs.loader import SpecSet
 
 
 class RevertConfig(Config):
@@ -64,10 +64,13 @@ def adopt_materializations(
 
 @op
 def revert_promotion_op(
-    context: OpExecutionContext, config: RevertConfig, spark: SparkIcebergResource
+    context: OpExecutionContext,
+    config: RevertConfig,
+    spark: SparkIcebergResource,
+    specs: ResourceParam[SpecSet],
 ) -> None:
     """Restore exactly the partitions of one promotion to their previous contents, in one commit."""
-    datasets = load_specs().datasets
+    datasets = specs.datasets
     if config.dataset not in datasets:
         raise Failure(f"unknown dataset {config.dataset!r}; known: {sorted(datasets)}")
     spec = datasets[config.dataset]

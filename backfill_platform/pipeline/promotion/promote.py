@@ -28,8 +28,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import (
-    current_snapshot_id,
     replace_days,
     replace_range,
     table_exists,

@@ -4,7 +4,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 
-from dagster import Config, Failure, MetadataValue, OpExecutionContext, Output, job, op
+from dagster import Config, Failure, MetadataValue, OpExecutionContext, Output, ResourceParam, job, op
 from pydantic import Field
 
 from backfill_platform.pipeline.kafka_cluster import KafkaResource
@@ -17,6 +17,7 @@ from backfill_platform.pipeline.replay.runner import (
     run_kafka_replay,
     run_replay,
 )
+from backfill_platform.specs.loader import SpecSet
 
 PROGRESS_LOG_SECONDS = 10.0
 DEFAULT_KAFKA_RECORDS_PER_SECOND = 20_000
@@ -36,12 +37,12 @@ class ReplayRangeConfig(Config):
     )
     breaker_window: int = Field(default=20, ge=1, description="Circuit breaker: calls it looks back over.")
 
-    def _request(self, target: str, rate: int, sink: str, checkpoint: str | None = None) -> ReplayRequest:
+    def _request(
+        self, streams: SpecSet, target: str, rate: int, sink: str, checkpoint: str | None = None
+    ) -> ReplayRequest:
         from pathlib import Path
 
-        from backfill_platform.specs.loader import load_specs
-
-        streams = load_specs().streams
+        streams = streams.streams
         if self.stream not in streams:
             raise ValueError(f"unknown stream {self.stream!r}; known: {sorted(streams)}")
         try:
@@ -81,8 +82,9 @@ class ReplayConfig(ReplayRangeConfig):
         ),
     )
 
-    def request(self) -> ReplayRequest:
-        return self._request(self.to_kinesis, self.max_records_per_second, "kinesis", self.checkpoint)
+    def request(self, specs: SpecSet) -> ReplayRequest:
+        """The replay of `stream`, looked up among the code location's specs."""
+        return self._request(specs, self.to_kinesis, self.max_records_per_second, "kinesis", self.checkpoint)
 
 
 class KafkaReplayConfig(ReplayRangeConfig):
@@ -99,8 +101,9 @@ class KafkaReplayConfig(ReplayRangeConfig):
         default=None, ge=1, description="Cap on the bytes of keys and values per second (none by default)."
     )
 
-    def request(self) -> ReplayRequest:
-        return self._request(self.to_kafka, self.max_records_per_second, "kafka")
+    def request(self, specs: SpecSet) -> ReplayRequest:
+        """The replay of `stream`, looked up among the code location's specs."""
+        return self._request(specs, self.to_kafka, self.max_records_per_second, "kafka")
 
 
 def _progress_logs(context: OpExecutionContext) -> tuple[Callable, Callable]:
@@ -145,12 +148,12 @@ def _output(result: ReplayResult, **extra) -> Output:
 
 @op(description="Republish validated events of [start, end) to a separate Kinesis backfill stream.")
 def replay_to_kinesis_op(
-    context: OpExecutionContext, config: ReplayConfig, kinesis: KinesisResource
+    context: OpExecutionContext, config: ReplayConfig, kinesis: KinesisResource, specs: ResourceParam[SpecSet]
 ) -> Output:
     from backfill_platform.lakehouse.resources import open_catalog
 
     try:
-        request = config.request()
+        request = config.request(specs)
         result = run_replay(request, kinesis.get_client(), open_catalog(), *_progress_logs(context))
     except (ReplayError, ValueError) as error:
         raise Failure(str(error)) from error
@@ -159,13 +162,16 @@ def replay_to_kinesis_op(
 
 @op(description="Republish validated events of [start, end) to a Kafka backfill topic, exactly once.")
 def replay_to_kafka_op(
-    context: OpExecutionContext, config: KafkaReplayConfig, kafka: KafkaResource
+    context: OpExecutionContext,
+    config: KafkaReplayConfig,
+    kafka: KafkaResource,
+    specs: ResourceParam[SpecSet],
 ) -> Output:
     from backfill_platform.lakehouse.resources import open_catalog
 
     try:
         result = run_kafka_replay(
-            config.request(),
+            config.request(specs),
             kafka,
             open_catalog(),
             *_progress_logs(context),
@@ -187,7 +193,6 @@ def replay_to_kafka_op(
         "Online replay: republish a stream's validated events of [start, end) to a separate Kinesis "
         "backfill stream, throttled, resumable from its checkpoint (the CLI's `replay --to-kinesis`)."
     ),
-    resource_defs={"kinesis": KinesisResource()},
 )
 def replay_to_kinesis_job() -> None:
     replay_to_kinesis_op()
@@ -199,7 +204,6 @@ def replay_to_kinesis_job() -> None:
         "each batch one transaction with its position: exactly once for read_committed consumers, "
         "resumable (the CLI's `replay --to-kafka`)."
     ),
-    resource_defs={"kafka": KafkaResource()},
 )
 def replay_to_kafka_job() -> None:
     replay_to_kafka_op()

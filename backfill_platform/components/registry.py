@@ -1,0 +1,138 @@
+"""Which streams and datasets exist: those of the project's component tree, whatever the entrance.
+
+A project is a dg project (`pyproject.toml` or `dg.toml` with `[tool.dg]`): the one holding the
+working directory, as `dg` finds it, or else this package's own (the demo's). Its specs are its
+`Stream` and `Dataset` component instances, found and validated by Dagster's component loader, the one
+that builds the code location, after the same YAML bounds (`specs/yaml_guard.check_folder`). The CLI
+reads them here, and the code location's jobs receive them as the `specs` resource
+(`components/lakehouse.py`), so a team's project needs no variable for either.
+
+This package's own project also serves the spec folders of `BACKFILL_PLATFORM_SPECS`, as its
+`definitions.py` does: flat spec files beside the demo, for tests and tools. A team's project does not:
+its defs folder is its registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster.components.core.component_tree import ComponentTree
+from dagster_shared.utils.config import discover_config_file, load_toml_as_dict
+
+import backfill_platform
+from backfill_platform.components.dataset import Dataset
+from backfill_platform.components.stream import Stream
+from backfill_platform.specs.loader import SpecError, SpecSet, load_specs, raise_problems, spec_dirs
+from backfill_platform.specs.references import dataset_problems
+from backfill_platform.specs.yaml_guard import check_folder
+
+PACKAGE_ROOT_MODULE = "backfill_platform"
+
+
+@dataclass(frozen=True)
+class Project:
+    """A dg project: its folder, its defs module and the module of its code location."""
+
+    root: Path
+    root_module: str
+    defs_module: str
+    definitions_module: str
+
+    @property
+    def is_package(self) -> bool:
+        """This package's own project (the demo), which also serves BACKFILL_PLATFORM_SPECS."""
+        return self.root_module == PACKAGE_ROOT_MODULE
+
+
+def package_project() -> Project:
+    """This package's own project, from a checkout or site-packages alike."""
+    return Project(
+        root=Path(backfill_platform.__file__).parents[1],
+        root_module=PACKAGE_ROOT_MODULE,
+        defs_module=f"{PACKAGE_ROOT_MODULE}.defs",
+        definitions_module=f"{PACKAGE_ROOT_MODULE}.definitions",
+    )
+
+
+def find_project(start: Path | None = None) -> Project:
+    """The dg project holding `start` (default: the working directory), else this package's own."""
+    config = discover_config_file((start or Path.cwd()).resolve())
+    if config is None:
+        return package_project()
+    toml = load_toml_as_dict(config)
+    dg = toml if config.name == "dg.toml" else toml.get("tool", {}).get("dg", {})
+    if dg.get("directory_type", "project") != "project":
+        return package_project()  # a dg workspace, not a project: nothing to read specs from
+    settings = dg.get("project", {})
+    root_module = settings.get("root_module")
+    if not root_module:
+        raise SpecError(f"{config}: [tool.dg.project] names no root_module")
+    module_name = toml.get("tool", {}).get("dagster", {}).get("module_name")
+    return Project(
+        root=config.parent,
+        root_module=root_module,
+        defs_module=settings.get("defs_module") or f"{root_module}.defs",
+        definitions_module=settings.get("code_location_target_module")
+        or module_name
+        or f"{root_module}.definitions",
+    )
+
+
+def project_of(tree: ComponentTree) -> Project:
+    """The project of a component tree (as its code location loads it)."""
+    root_module = tree.defs_module_name.split(".")[0]
+    if root_module == PACKAGE_ROOT_MODULE:
+        return package_project()
+    return Project(tree.project_root, root_module, tree.defs_module_name, f"{root_module}.definitions")
+
+
+def importable(project: Project) -> None:
+    """Make the project's modules importable as `dg` and `dagster dev` do: from its folder."""
+    if importlib.util.find_spec(project.root_module) is None:
+        sys.path.insert(0, str(project.root))
+        importlib.invalidate_caches()
+
+
+def tree_specs(tree: ComponentTree) -> SpecSet:
+    """The specs of a component tree's Stream and Dataset instances (each validated as it loads)."""
+    specs = SpecSet()
+    for component in tree.get_all_components(of_type=Stream) + tree.get_all_components(of_type=Dataset):
+        registry = specs.streams if component.spec.kind == "stream" else specs.datasets
+        if component.spec.name in registry:
+            raise SpecError(
+                f"{component.path}: field 'name': {component.spec.kind} {component.spec.name!r} "
+                "is declared twice"
+            )
+        registry[component.spec.name] = component.spec
+    return specs
+
+
+def with_spec_folders(specs: SpecSet, project: Project) -> SpecSet:
+    """This package's project: its components and the BACKFILL_PLATFORM_SPECS folders, checked together
+    (a dataset of a folder may read a built-in stream). A team's project: its components alone."""
+    folders = spec_dirs()[1:] if project.is_package else []
+    extra = load_specs(folders, known_streams=specs.streams) if folders else SpecSet()
+    merged = SpecSet(streams=dict(specs.streams), datasets=dict(specs.datasets))
+    for kind, registry in (("stream", merged.streams), ("dataset", merged.datasets)):
+        for name, spec in (extra.streams if kind == "stream" else extra.datasets).items():
+            if name in registry:
+                raise SpecError(f"{spec._source_path}: field 'name': {kind} {name!r} is declared twice")
+            registry[name] = spec
+    # The components' datasets are checked against their streams here, as their build_defs does.
+    for dataset in specs.datasets.values():
+        raise_problems(dataset._source_path, dataset_problems(dataset, merged.streams))
+    return merged
+
+
+def project_specs(project: Project | None = None) -> SpecSet:
+    """Every stream and dataset of the project (default: the working directory's), validated."""
+    project = project or find_project()
+    importable(project)
+    defs_module = importlib.import_module(project.defs_module)
+    check_folder(Path(defs_module.__file__).parent)
+    tree = ComponentTree.from_module(defs_module=defs_module, project_root=project.root)
+    return with_spec_folders(tree_specs(tree), project)
