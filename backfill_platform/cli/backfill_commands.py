@@ -35,7 +35,7 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
     """
-    from backfill_platform.components.registry import project_specs
+    from backfill_platform.components.registry import find_project, project_specs
     from backfill_platform.operations.plan import plan_summary, plan_table
     from backfill_platform.specs.durations import DAY
 
@@ -49,7 +49,8 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
         streams = datasets[0].stream_names  # a join re-derives every source's events
     elif stream not in specs.streams:
         raise click.BadParameter(
-            f"unknown stream {stream!r}; known: {sorted(specs.streams)}", param_hint="--stream"
+            f"unknown stream {stream!r} in the project at {find_project().root}; known: {sorted(specs.streams)}",
+            param_hint="--stream",
         )
     else:
         datasets = [d for d in specs.datasets.values() if stream in d.stream_names]

@@ -69,7 +69,7 @@ def replay_command(
         TimeRemainingColumn,
     )
 
-    from backfill_platform.components.registry import project_specs
+    from backfill_platform.components.registry import find_project, project_specs
     from backfill_platform.lakehouse.resources import open_catalog
     from backfill_platform.pipeline.kafka_cluster import KafkaResource
     from backfill_platform.pipeline.replay.delivery import ReplayError
@@ -91,7 +91,8 @@ def replay_command(
     streams = project_specs().streams
     if stream not in streams:
         raise click.BadParameter(
-            f"unknown stream {stream!r}; known: {sorted(streams)}", param_hint="--stream"
+            f"unknown stream {stream!r} in the project at {find_project().root}; known: {sorted(streams)}",
+            param_hint="--stream",
         )
     request = ReplayRequest(streams[stream], first, after, target, rate, checkpoint, sink=sink)
     # The target is judged before a client exists: a replay to the live stream is refused as such even
