@@ -23,9 +23,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import GAP_HOUR

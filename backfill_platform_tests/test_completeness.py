@@ -16,11 +16,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    read_at,
-    snapshot_summary,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import read_at, snapshot_summary, table_exists
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours

@@ -17,7 +17,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from backfill_platform import settings
 from backfill_platform.components.project import init_project
@@ -25,6 +24,7 @@ from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import table_row
 from backfill_platform_tests.support.lakehouse import catalog_of, write_dagster_home
 from backfill_platform_tests.support.session import REPO_ROOT
+from backfill_platform_tests.support.specs import write_component
 
 DG = REPO_ROOT / ".venv" / "bin" / "dg"
 DAYS = ["2026-10-01", "2026-10-02", "2026-10-03"]
@@ -111,13 +111,6 @@ class TeamProject:
         print(result.stdout[-4000:], result.stderr[-4000:])  # shown when a test fails
         return result
 
-    def write_component(self, name: str, component_type: str, attributes: dict) -> Path:
-        folder = self.defs / name
-        folder.mkdir(exist_ok=True)
-        path = folder / "defs.yaml"
-        path.write_text(yaml.safe_dump({"type": component_type, "attributes": attributes}, sort_keys=False))
-        return path
-
 
 @pytest.fixture(scope="module")
 def project(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> TeamProject:
@@ -125,14 +118,13 @@ def project(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) ->
     root = tmp_path_factory.mktemp("team_project")
     project = TeamProject(root, root / "data")
     stream = builtin_spec_data("playback")
-    stream.pop("kind")
     stream["name"] = "team_playback"
     stream["archive"] |= {
         "location": str(playback_archive),
         "allow_outside_data_roots": True,
     }
-    project.write_component("team_playback", "backfill_platform.components.Stream", stream)
-    project.write_component("daily_activity", "backfill_platform.components.Dataset", daily_activity_spec())
+    write_component(project.defs, "team_playback", stream)
+    write_component(project.defs, "daily_activity", {"kind": "dataset", **daily_activity_spec()})
     (project.defs / "daily_activity" / "transform.py").write_text(TRANSFORM)
     return project
 

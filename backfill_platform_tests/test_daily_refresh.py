@@ -73,6 +73,7 @@ from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.dagster_dev import DagsterDev, dagster_dev_server
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
+from backfill_platform_tests.support.specs import write_component
 
 # Server start (up to 3 min) + both phases (REFRESH_TIMEOUT_SECONDS) + the final reads.
 pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(2100), pytest.mark.long_running(minutes=8)]
@@ -354,11 +355,7 @@ def team_project(root: Path, specs: dict[str, dict]) -> Path:
     workspace that `dagster dev` serves it from (its folder as the working directory, as `dg dev` does)."""
     init_project(root)
     for name, spec in specs.items():
-        folder = root / root.name / "defs" / name
-        folder.mkdir()
-        component_type = {"stream": "Stream", "dataset": "Dataset"}[spec.pop("kind")]
-        component = {"type": f"backfill_platform.components.{component_type}", "attributes": spec}
-        (folder / "defs.yaml").write_text(yaml.safe_dump(component, sort_keys=False))
+        write_component(root / root.name / "defs", name, spec)
     location = {"module_name": f"{root.name}.definitions", "working_directory": str(root)}
     workspace = {"load_from": [{"python_module": {**location, "location_name": root.name}}]}
     (root / "workspace.yaml").write_text(yaml.safe_dump(workspace, sort_keys=False))

@@ -10,11 +10,7 @@ from pyspark.sql import functions as F
 from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    replace_range,
-    snapshot_summary,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import replace_range, snapshot_summary, table_exists
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.promotion.adopt import AdoptRefused, adopt
 from backfill_platform.pipeline.promotion.assets import build_production_asset

@@ -10,12 +10,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    replace_days,
-    replace_range,
-    snapshot_summary,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import replace_days, replace_range, snapshot_summary, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     DAYS,
     HELD_BACK,

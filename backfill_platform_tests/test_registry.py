@@ -15,8 +15,8 @@ import yaml
 from backfill_platform import settings
 from backfill_platform.components.project import init_project
 from backfill_platform.components.registry import find_project, package_project, project_specs
-from backfill_platform.specs.loader import SpecError, builtin_spec_data
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform.specs.loader import SpecError
+from backfill_platform_tests.support.specs import mutated, write_component, write_spec
 
 pytestmark = pytest.mark.unit
 
@@ -26,13 +26,7 @@ def team_project(parent: Path, name: str, streams: list[str]) -> Path:
     root = parent / name
     init_project(root)
     for stream in streams:
-        spec = builtin_spec_data("playback")
-        spec.pop("kind")
-        spec["name"] = stream
-        folder = root / name / "defs" / stream
-        folder.mkdir(parents=True)
-        component = {"type": "backfill_platform.components.Stream", "attributes": spec}
-        (folder / "defs.yaml").write_text(yaml.safe_dump(component, sort_keys=False))
+        write_component(root / name / "defs", stream, mutated(name=stream))
     return root
 
 

@@ -17,18 +17,15 @@ class Lakehouse(Component):
     docs/deployment.md), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.components.registry import project_of, tree_specs, with_spec_folders
+        from backfill_platform.components.registry import combined, folder_specs, project_of, tree_specs
         from backfill_platform.orchestration.factory import platform_definitions, spec_assets
 
         tree = context.component_tree
         components = tree_specs(tree)
-        # The project's streams and datasets, for the jobs that look one up by name (revert, replay).
-        specs = with_spec_folders(components, project_of(tree))
         # This package's own project also serves the spec folders of BACKFILL_PLATFORM_SPECS (none for
         # a team's project): their assets are built here, where every stream they may read is known.
-        folders = spec_assets(
-            [s for name, s in specs.streams.items() if name not in components.streams],
-            [d for name, d in specs.datasets.items() if name not in components.datasets],
-            specs.streams,
-        )
-        return Definitions.merge(platform_definitions(specs), Definitions(assets=folders))
+        folders = folder_specs(project_of(tree), components)
+        # The project's streams and datasets, for the jobs that look one up by name (revert, replay).
+        specs = combined(components, folders)
+        assets = spec_assets(folders.streams.values(), folders.datasets.values(), specs.streams)
+        return Definitions.merge(platform_definitions(specs), Definitions(assets=assets))

@@ -7,8 +7,8 @@ that builds the code location, after the same YAML bounds (`specs/yaml_guard.che
 reads them here, and the code location's jobs receive them as the `specs` resource
 (`components/lakehouse.py`), so a team's project needs no variable for either.
 
-This package's own project also serves the spec folders of `BACKFILL_PLATFORM_SPECS`, as its
-`definitions.py` does: flat spec files beside the demo, for tests and tools. A team's project does not:
+This package's own project also serves the spec folders of `BACKFILL_PLATFORM_SPECS`, as its code
+location does (its Lakehouse builds their assets): flat spec files beside the demo, for tests and tools. A team's project does not:
 its defs folder is its registry.
 """
 
@@ -83,11 +83,10 @@ def find_project(start: Path | None = None) -> Project:
 
 
 def project_of(tree: ComponentTree) -> Project:
-    """The project of a component tree (as its code location loads it)."""
-    root_module = tree.defs_module_name.split(".")[0]
-    if root_module == PACKAGE_ROOT_MODULE:
-        return package_project()
-    return Project(tree.project_root, root_module, tree.defs_module_name, f"{root_module}.definitions")
+    """The project of a component tree, as its code location loaded it (this package's by its defs
+    module, wherever it is installed)."""
+    package = package_project()
+    return package if tree.defs_module_name == package.defs_module else find_project(tree.project_root)
 
 
 def importable(project: Project) -> None:
@@ -101,31 +100,26 @@ def tree_specs(tree: ComponentTree) -> SpecSet:
     """The specs of a component tree's Stream and Dataset instances (each validated as it loads)."""
     specs = SpecSet()
     for component in tree.get_all_components(of_type=Stream) + tree.get_all_components(of_type=Dataset):
-        registry = specs.streams if component.spec.kind == "stream" else specs.datasets
-        if component.spec.name in registry:
-            raise SpecError(
-                f"{component.path}: field 'name': {component.spec.kind} {component.spec.name!r} "
-                "is declared twice"
-            )
-        registry[component.spec.name] = component.spec
+        specs.add(component.spec, component.path)
     return specs
 
 
-def with_spec_folders(specs: SpecSet, project: Project) -> SpecSet:
-    """This package's project: its components and the BACKFILL_PLATFORM_SPECS folders, checked together
-    (a dataset of a folder may read a built-in stream). A team's project: its components alone."""
+def folder_specs(project: Project, components: SpecSet) -> SpecSet:
+    """The specs of the BACKFILL_PLATFORM_SPECS folders: this package's project only (a team's project
+    reads its defs folder alone). A dataset there may read one of the project's component streams."""
     folders = spec_dirs()[1:] if project.is_package else []
-    extra = load_specs(folders, known_streams=specs.streams) if folders else SpecSet()
-    merged = SpecSet(streams=dict(specs.streams), datasets=dict(specs.datasets))
-    for kind, registry in (("stream", merged.streams), ("dataset", merged.datasets)):
-        for name, spec in (extra.streams if kind == "stream" else extra.datasets).items():
-            if name in registry:
-                raise SpecError(f"{spec._source_path}: field 'name': {kind} {name!r} is declared twice")
-            registry[name] = spec
-    # The components' datasets are checked against their streams here, as their build_defs does.
-    for dataset in specs.datasets.values():
-        raise_problems(dataset._source_path, dataset_problems(dataset, merged.streams))
-    return merged
+    return load_specs(folders, known_streams=components.streams) if folders else SpecSet()
+
+
+def combined(components: SpecSet, folders: SpecSet) -> SpecSet:
+    """Every spec of the project: its components and its folders' specs, each name once. The components'
+    datasets are checked against their streams here, as their build_defs does."""
+    specs = SpecSet(streams=dict(components.streams), datasets=dict(components.datasets))
+    for spec in [*folders.streams.values(), *folders.datasets.values()]:
+        specs.add(spec, spec._source_path)
+    for dataset in components.datasets.values():
+        raise_problems(dataset._source_path, dataset_problems(dataset, specs.streams))
+    return specs
 
 
 def project_specs(project: Project | None = None) -> SpecSet:
@@ -134,5 +128,5 @@ def project_specs(project: Project | None = None) -> SpecSet:
     importable(project)
     defs_module = importlib.import_module(project.defs_module)
     check_folder(Path(defs_module.__file__).parent)
-    tree = ComponentTree.from_module(defs_module=defs_module, project_root=project.root)
-    return with_spec_folders(tree_specs(tree), project)
+    components = tree_specs(ComponentTree.from_module(defs_module=defs_module, project_root=project.root))
+    return combined(components, folder_specs(project, components))

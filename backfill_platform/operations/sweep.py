@@ -28,11 +28,7 @@ from rich.table import Table
 
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    in_range,
-    read_at,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.ledger_view import (
     Row,

@@ -56,6 +56,13 @@ class SpecSet:
     streams: dict[str, StreamSpec] = field(default_factory=dict)
     datasets: dict[str, Any] = field(default_factory=dict)
 
+    def add(self, spec: Any, path: Path | None) -> None:
+        """Register a stream or dataset; a name already taken is refused, naming the file."""
+        registry = self.streams if spec.kind == "stream" else self.datasets
+        if spec.name in registry:
+            raise SpecError(f"{path}: field 'name': {spec.kind} {spec.name!r} is declared twice")
+        registry[spec.name] = spec
+
 
 def spec_dirs() -> list[Path]:
     dirs = [BUILTIN_SPECS_DIR]
@@ -160,10 +167,7 @@ def load_specs(dirs: list[Path] | None = None, known_streams: dict[str, StreamSp
             spec = load_spec_file(path)
             if spec is None:
                 continue
-            registry = specs.streams if spec.kind == "stream" else specs.datasets
-            if spec.name in registry:
-                raise SpecError(f"{path}: field 'name': {spec.kind} {spec.name!r} is declared twice")
-            registry[spec.name] = spec
+            specs.add(spec, path)
     # Cross-spec references once every spec is known: the source stream, SQL rules against its events
     # table, and each version's transform.
     from backfill_platform.specs.references import dataset_problems

@@ -13,10 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    in_range,
-    replace_range,
-)
+from backfill_platform.lakehouse.tables import in_range, replace_range
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     ADOPTED_BY,

@@ -29,11 +29,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    replace_days,
-    replace_range,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import replace_days, replace_range, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     CHECK_DIGEST,

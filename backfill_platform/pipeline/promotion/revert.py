@@ -16,10 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import (
-    replace_days,
-    table_exists,
-)
+from backfill_platform.lakehouse.tables import replace_days, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     DATASET,
