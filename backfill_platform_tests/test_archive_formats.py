@@ -21,8 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.archive.listing import archive_for, hour_of
+from backfill_platform.pipeline.archive.listing import hour_of
 from backfill_platform.pipeline.archive.records import iter_lines
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.corpus import DAY1, DAY2, INVALID_UTF8, write_corpus
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.checks import reconciliation_check
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 

@@ -64,7 +64,8 @@ from backfill_platform.lakehouse.tables import (
     table_id,
 )
 from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
-from backfill_platform.pipeline.archive.listing import archive_for, list_files
+from backfill_platform.pipeline.archive.listing import list_files
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.pipeline.ledger.latest import latest_key

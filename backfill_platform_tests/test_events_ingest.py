@@ -8,7 +8,7 @@ import pytest
 from dagster import AssetKey
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.pipeline.validation.checksums import checksum

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from backfill_platform.lakehouse.tables import table_id
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.ledger import ledger as ledger_module
 from backfill_platform.specs.archive_location import ARCHIVE_ROOTS_ENV
 from backfill_platform.specs.common import check_catalog_name

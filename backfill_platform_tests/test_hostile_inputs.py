@@ -45,7 +45,7 @@ def test_the_archive_root_is_a_boundary(tmp_path):
     assert unlisted["2026/10/01/inside.jsonl"].why.startswith("outside the hour layout")
     # `plan` finds the same refusals through the stream's spec (and names them, below).
     from backfill_platform.operations.plan import refused_entries
-    from backfill_platform.pipeline.archive.listing import archive_for
+    from backfill_platform.pipeline.archive.stream_archive import archive_for
     from backfill_platform.specs.stream import StreamSpec
 
     spec = mutated(archive__location=str(root), archive__allow_outside_data_roots=True)
@@ -297,7 +297,7 @@ def test_an_events_window_over_a_hostile_archive_stores_nothing_from_outside(spa
     from datetime import UTC, datetime, timedelta
 
     from backfill_platform.pipeline.archive.boundary import is_refusal
-    from backfill_platform.pipeline.archive.listing import archive_for
+    from backfill_platform.pipeline.archive.stream_archive import archive_for
     from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 
     folder = data_dir / "issue30_hostile"

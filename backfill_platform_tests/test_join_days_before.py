@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.devtools.generator.impressions import attribution_truth
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
 from backfill_platform.pipeline.events.ingest import window_files
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, latest_shadow_rows

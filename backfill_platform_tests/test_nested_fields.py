@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.truth import HOUR_MS, classify_line, ms_to_day, read_archive
 from backfill_platform.operations.plan import build_plan, plan_summary
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.pipeline.tables.dataset_tables import production_table

@@ -24,10 +24,12 @@ from dagster import materialize
 
 from backfill_platform import settings
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
-from backfill_platform.pipeline.archive.listing import archive_for, list_files, manifest_fingerprint
+from backfill_platform.pipeline.archive.listing import list_files, manifest_fingerprint
+from backfill_platform.pipeline.archive.opening import ArchiveReadError
 from backfill_platform.pipeline.archive.readers import read_lines
-from backfill_platform.pipeline.archive.records import ArchiveReadError, iter_lines
+from backfill_platform.pipeline.archive.records import iter_lines
 from backfill_platform.pipeline.archive.s3 import S3Archive
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import (
     events_table,

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from backfill_platform.defs.views_per_title.transform import views_v2
 from backfill_platform.devtools.generator.corpus import v2
 from backfill_platform.lakehouse.schema import SchemaConflict
-from backfill_platform.pipeline.archive.listing import archive_for
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window
 from backfill_platform.pipeline.promotion.assets import build_production_asset

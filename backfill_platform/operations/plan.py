@@ -13,7 +13,6 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -35,16 +34,12 @@ from backfill_platform.pipeline.archive.listing import (
     ArchiveFile,
     LocalArchive,
     UnlistedFile,
-    archive_for,
     hours,
     list_files,
 )
-from backfill_platform.pipeline.archive.records import (
-    RecordFormat,
-    decompressed,
-    iter_records,
-    open_archive_file,
-)
+from backfill_platform.pipeline.archive.opening import S3ReadConfig, decompressed, open_archive_file
+from backfill_platform.pipeline.archive.records import RecordFormat, iter_records
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.completeness import (
     completeness,
     format_hours,
@@ -56,9 +51,6 @@ from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import day_bounds, format_duration
 from backfill_platform.specs.stream import StreamSpec
-
-if TYPE_CHECKING:
-    from backfill_platform.pipeline.archive.s3 import S3ReadConfig
 
 CHUNK = 1 << 20
 

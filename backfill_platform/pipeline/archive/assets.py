@@ -13,7 +13,8 @@ from dagster import (
 )
 
 from backfill_platform import settings
-from backfill_platform.pipeline.archive.listing import archive_for, list_files, manifest_fingerprint
+from backfill_platform.pipeline.archive.listing import list_files, manifest_fingerprint
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
 from backfill_platform.specs.durations import DAY, HOUR
@@ -64,7 +65,7 @@ def build_archive_asset(
             f"{spec.name} archive: {held}, {sum(f.size for f in files):,} bytes "
             f"in {len(by_hour)} ingestion hours since {first:%Y-%m-%d %H:%M}"
         )
-        for removal in getattr(archive, "removals", []):
+        for removal in archive.removals:
             # Never followed (the rows a day was built from stay its rows until it is re-derived on
             # purpose), never silent.
             days = "the event days reading them"

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from backfill_platform.pipeline.archive.listing import ArchiveFile, UnlistedFile
-from backfill_platform.pipeline.archive.records import ArchiveReadError
+from backfill_platform.pipeline.archive.listing import ArchiveFile, Removal, UnlistedFile
+from backfill_platform.pipeline.archive.opening import ArchiveReadError
 from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.durations import HOUR
 
@@ -32,29 +32,6 @@ from backfill_platform.specs.durations import HOUR
 COMMIT_CLOCK_MARGIN = timedelta(hours=6)
 # The content version of an hour whose appends are all older than the retained snapshots (expired).
 APPENDED_BEFORE_HISTORY = "appended before the retained snapshots"
-
-
-@dataclass(frozen=True)
-class Removal:
-    """A snapshot that removed rows from listed hours (an overwrite, a delete, an unbalanced rewrite)."""
-
-    snapshot_id: int
-    operation: str
-    committed_at: datetime
-    hours: list[datetime]  # empty for rows deleted through delete files
-    rows_removed: int
-    rows_added: int
-
-    def describe(self, table: str) -> str:
-        where = (
-            f"of ingestion hours {min(self.hours):%Y-%m-%d %H}:00 to {max(self.hours):%Y-%m-%d %H}:59"
-            if self.hours
-            else "through delete files (their ingestion hours are not in the table's metadata)"
-        )
-        return (
-            f"{table} snapshot {self.snapshot_id} ({self.operation}, {self.committed_at:%Y-%m-%d %H:%M} UTC) "
-            f"removed {self.rows_removed:,} rows (added {self.rows_added:,}) {where}"
-        )
 
 
 @dataclass

@@ -13,19 +13,16 @@ yields: the same lines, numbers, defects and damage records.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from backfill_platform.pipeline.archive.records import (
+from backfill_platform.pipeline.archive.opening import (
     UTF8_BOM,
     ArchiveReadError,
-    Record,
+    S3ReadConfig,
     decompressed,
-    iter_lines,
     open_archive_file,
 )
-
-if TYPE_CHECKING:
-    from backfill_platform.pipeline.archive.s3 import S3ReadConfig
+from backfill_platform.pipeline.archive.records import Record, iter_lines
 
 BLOCK_BYTES = 4 << 20
 

@@ -14,20 +14,12 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from backfill_platform import settings
 from backfill_platform.pipeline.archive.boundary import REFUSED, entry_refusal, folder_refusal, lstat_size
+from backfill_platform.pipeline.archive.opening import S3ReadConfig
 from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
-from backfill_platform.specs.archive_location import check_archive_root
 from backfill_platform.specs.durations import HOUR
-from backfill_platform.specs.stream import StreamSpec
-
-if TYPE_CHECKING:
-    from dagster_aws.s3 import S3Resource
-
-    from backfill_platform.pipeline.archive.iceberg_table import TableArchive
-    from backfill_platform.pipeline.archive.s3 import S3Archive, S3ReadConfig
 
 
 @dataclass(frozen=True)
@@ -60,10 +52,48 @@ class UnlistedFile:
     why: str
 
 
-class Archive(Protocol):
-    def list_hour(self, hour: datetime) -> list[ArchiveFile]: ...
+@dataclass(frozen=True)
+class Removal:
+    """A snapshot that removed rows from listed hours (an overwrite, a delete, an unbalanced rewrite)."""
 
-    def list_range(self, start: datetime, end: datetime) -> list[ArchiveFile]: ...
+    snapshot_id: int
+    operation: str
+    committed_at: datetime
+    hours: list[datetime]  # empty for rows deleted through delete files
+    rows_removed: int
+    rows_added: int
+
+    def describe(self, table: str) -> str:
+        where = (
+            f"of ingestion hours {min(self.hours):%Y-%m-%d %H}:00 to {max(self.hours):%Y-%m-%d %H}:59"
+            if self.hours
+            else "through delete files (their ingestion hours are not in the table's metadata)"
+        )
+        return (
+            f"{table} snapshot {self.snapshot_id} ({self.operation}, {self.committed_at:%Y-%m-%d %H:%M} UTC) "
+            f"removed {self.rows_removed:,} rows (added {self.rows_added:,}) {where}"
+        )
+
+
+class Archive(Protocol):
+    """What every archive (`LocalArchive`, `s3.S3Archive`, `iceberg_table.TableArchive`) answers."""
+
+    def list_hour(self, hour: datetime) -> list[ArchiveFile]:
+        """The files (or a table's rows) ingested in `hour`, in a stable order."""
+        ...
+
+    def list_range(self, start: datetime, end: datetime) -> list[ArchiveFile]:
+        """The files of the ingestion hours [start, end), in hour order."""
+        ...
+
+    def unlisted_files(self, first_hour: datetime, fmt: RecordFormat = JSON_LINES) -> list[UnlistedFile]:
+        """What the archive holds that no hour from `first_hour` on lists, with its record counts."""
+        ...
+
+    @property
+    def removals(self) -> list[Removal]:
+        """What removed rows from the hours the last listing returned (reported, never followed)."""
+        ...
 
 
 class HourlyListing:
@@ -71,6 +101,12 @@ class HourlyListing:
 
     def list_range(self, start: datetime, end: datetime) -> list[ArchiveFile]:
         return [f for hour in hours(start, end) for f in self.list_hour(hour)]  # type: ignore[attr-defined]
+
+    @property
+    def removals(self) -> list[Removal]:
+        """None: a folder's listing names the files there are, and a file removed is no longer listed
+        (its hour's manifest fingerprint changes, so the days reading it are stale)."""
+        return []
 
 
 def hidden(name: str) -> bool:
@@ -187,23 +223,6 @@ def unlisted_reason(folder: str, name: str, layout: str, first_hour: datetime) -
     if hour < first_hour:
         return f"ingestion hour {hour:%Y-%m-%d %H}:00 is before the stream's first read window"
     return None
-
-
-def archive_for(spec: StreamSpec, s3: S3Resource | None = None) -> LocalArchive | S3Archive | TableArchive:
-    """The stream's archive. A local location must resolve inside the configured roots (see the spec);
-    an `s3://bucket/prefix` one is listed through `s3` (a dagster-aws `S3Resource`), by default one
-    configured from boto3's standard environment (`archive.s3.s3_resource_from_env`); an Iceberg table
-    (`iceberg_table`) through the platform's catalog (`archive.iceberg_table`)."""
-    if spec.archive.iceberg_table is not None:
-        from backfill_platform.pipeline.archive.iceberg_table import table_archive
-
-        return table_archive(spec.archive)
-    if spec.archive.s3 is not None:
-        from backfill_platform.pipeline.archive.s3 import s3_archive
-
-        return s3_archive(spec.archive, s3)
-    root = check_archive_root(spec.archive, settings.data_dir())
-    return LocalArchive(root=root, layout=spec.archive.layout, compression=spec.archive.compression)
 
 
 def hours(start: datetime, end: datetime) -> list[datetime]:

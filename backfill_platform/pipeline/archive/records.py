@@ -12,8 +12,6 @@ point yields what it could read, then one `unreadable_file` record naming the da
 from __future__ import annotations
 
 import base64
-import gzip
-import io
 import json
 import re
 import tempfile
@@ -24,23 +22,22 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
+from backfill_platform.pipeline.archive.opening import (
+    UTF8_BOM,
+    ArchiveReadError,
+    S3ReadConfig,
+    decompressed,
+    open_archive_file,
+)
+
 if TYPE_CHECKING:
-    from backfill_platform.pipeline.archive.s3 import S3ReadConfig
     from backfill_platform.specs.archive_location import ArchiveSpec
 
 RecordFormatName = Literal["jsonl", "json_concatenated", "parquet", "avro"]
 Record = tuple[int, str, bytes | None, str | None, str | None]
-GZIP_MAGIC = b"\x1f\x8b"
-UTF8_BOM = b"\xef\xbb\xbf"
 KEPT_PREFIX = 1024  # bytes of an over-long record kept in its quarantine record
 _CHUNK = 1 << 20
 _SPOOL_BYTES = 64 << 20  # a Parquet object larger than this is spooled to disk, not held in memory
-
-
-class ArchiveReadError(RuntimeError):
-    """An archive file or listing that cannot be read at all (missing bucket or object, access denied,
-    a connection lost mid-object): the run fails naming the file, rather than reading a silent gap.
-    A file that is read but damaged (a truncated gzip stream) is not this: it is quarantined."""
 
 
 @dataclass(frozen=True)
@@ -75,16 +72,6 @@ def iter_records(
             yield from _guarded(_parquet_rows(source, fmt.max_record_bytes))
         case "avro":
             yield from _guarded(_avro_rows(source, fmt.max_record_bytes))
-
-
-def open_archive_file(path: str, reader: S3ReadConfig | None = None) -> BinaryIO:
-    """A binary stream of an archive file: a local path, or an `s3://bucket/key` URI (fetched with
-    boto3, configured by `reader` and the process's standard AWS environment)."""
-    if path.startswith("s3://"):
-        from backfill_platform.pipeline.archive.s3 import open_object
-
-        return open_object(path, reader)
-    return open(path, "rb")
 
 
 def iter_lines(
@@ -348,33 +335,3 @@ def _avro_rows(stream: BinaryIO, max_record_bytes: int) -> Iterator[Record]:
 
     for number, row in enumerate(fastavro.reader(stream), start=1):
         yield _as_json(number, row, max_record_bytes)
-
-
-def decompressed(raw: BinaryIO) -> BinaryIO:
-    """The content of an archive file's stream: gunzipped when it starts with gzip's magic bytes,
-    whatever its name. The stream need not be seekable (an S3 object body)."""
-    magic = raw.read(2)
-    if raw.seekable():
-        raw.seek(0)
-    else:
-        raw = io.BufferedReader(_Prepended(magic, raw), 1 << 16)
-    return gzip.GzipFile(fileobj=raw, mode="rb") if magic == GZIP_MAGIC else raw
-
-
-class _Prepended(io.RawIOBase):
-    """Bytes already read from the head of a non-seekable stream, then the rest of it."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self._head, self._rest = head, rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            size = min(len(buffer), len(self._head))
-            buffer[:size], self._head = self._head[:size], self._head[size:]
-            return size
-        data = self._rest.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)

@@ -2,18 +2,16 @@
 
 The driver lists through dagster-aws (`dagster_aws.s3.S3Resource`): one paginated `ListObjectsV2` per
 ingestion hour, on that hour's prefix (`prefix/` + the hour's layout + `/`), never the whole bucket.
-Spark here has no S3 filesystem, so the Spark tasks fetch the objects themselves (`open_object`, boto3)
+Spark here has no S3 filesystem, so the Spark tasks fetch the objects themselves (`opening.open_object`, boto3)
 and hand the bytes to the same `iter_records` as local files: record numbers, defects, gzip sniffing and the
 accounting are identical. A task gets the endpoint, region and profile the driver listed with
-(`S3ReadConfig`), never credentials: those come from the task's own standard AWS chain (environment
+(`opening.S3ReadConfig`), never credentials: those come from the task's own standard AWS chain (environment
 variables — which local-mode workers inherit from the driver, or `spark.executorEnv.*` —, profile,
 instance role).
 """
 
 from __future__ import annotations
 
-import io
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,12 +25,8 @@ from backfill_platform.pipeline.archive.listing import (
     hidden,
     unlisted_reason,
 )
-from backfill_platform.pipeline.archive.records import (
-    JSON_LINES,
-    ArchiveReadError,
-    RecordFormat,
-    iter_records,
-)
+from backfill_platform.pipeline.archive.opening import ArchiveReadError, S3ReadConfig, describe, open_object
+from backfill_platform.pipeline.archive.records import JSON_LINES, RecordFormat, iter_records
 
 if TYPE_CHECKING:
     from dagster_aws.s3 import S3Resource
@@ -56,88 +50,6 @@ def s3_resource_from_env() -> S3Resource:
         endpoint_url=settings.s3_endpoint() or None,
         profile_name=settings.first_env("AWS_PROFILE") or None,
     )
-
-
-@dataclass(frozen=True)
-class S3ReadConfig:
-    """How a Spark task reaches the objects the driver listed: no secrets, picklable."""
-
-    endpoint_url: str | None = None
-    region_name: str | None = None
-    profile_name: str | None = None
-    use_ssl: bool = True
-    verify: bool | None = None
-    max_attempts: int = 5
-
-    def client(self) -> Any:
-        """A boto3 S3 client, one per process and configuration (Spark reuses its Python workers)."""
-        key = (os.getpid(), self)
-        if key not in _CLIENTS:
-            import boto3
-            from botocore.config import Config
-
-            session = boto3.session.Session(profile_name=self.profile_name)
-            _CLIENTS[key] = session.client(
-                "s3",
-                endpoint_url=self.endpoint_url,
-                region_name=self.region_name,
-                use_ssl=self.use_ssl,
-                verify=self.verify,
-                config=Config(retries={"max_attempts": self.max_attempts, "mode": "standard"}),
-            )
-        return _CLIENTS[key]
-
-
-_CLIENTS: dict[tuple[int, S3ReadConfig], Any] = {}
-
-
-def split_uri(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
-
-
-def describe(error: Exception) -> str:
-    """`Code: message` of a botocore error, else the exception's type and text."""
-    response = getattr(error, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        code = response["Error"].get("Code") or response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return f"{code}: {response['Error'].get('Message') or error}"
-    return f"{type(error).__name__}: {error}"
-
-
-class _Body(io.RawIOBase):
-    """A `GetObject` body as a raw stream; any failure while reading names the object."""
-
-    def __init__(self, uri: str, body: Any) -> None:
-        self._uri, self._body = uri, body
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        try:
-            data = self._body.read(len(buffer))
-        except Exception as error:  # connection lost, incomplete body: not a file defect
-            raise ArchiveReadError(f"reading {self._uri} failed: {describe(error)}") from error
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._body.close()
-        super().close()
-
-
-def open_object(uri: str, reader: S3ReadConfig | None = None, client: Any = None) -> io.BufferedReader:
-    """A streamed binary reader of `s3://bucket/key` (not held in memory). A missing bucket or object,
-    or access denied, raises `ArchiveReadError` naming the URI."""
-    bucket, key = split_uri(uri)
-    client = client or (reader or S3ReadConfig()).client()
-    try:
-        body = client.get_object(Bucket=bucket, Key=key)["Body"]
-    except Exception as error:
-        raise ArchiveReadError(f"cannot read {uri}: {describe(error)}") from error
-    return io.BufferedReader(_Body(uri, body), 1 << 20)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
 from backfill_platform.pipeline.archive.assets import archive_key
-from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, archive_for, hours
+from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, hours
+from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.checks import (
     CHECK_DESCRIPTIONS,
     REQUIRED_COLUMNS,

@@ -274,12 +274,11 @@ def _records_per_file(records: DataFrame) -> dict[str, int]:
 
 
 def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
-    """What the archive holds that no window of the stream reads (if the archive can tell)."""
-    scan = getattr(archive, "unlisted_files", None)
-    if scan is None:
-        return []
+    """What the archive holds that no window of the stream reads."""
     first_hour = read_window(spec, *day_bounds(spec.first_partition))[0]
-    return scan(first_hour.replace(minute=0, second=0, microsecond=0), RecordFormat.of(spec.archive))
+    return archive.unlisted_files(
+        first_hour.replace(minute=0, second=0, microsecond=0), RecordFormat.of(spec.archive)
+    )
 
 
 def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str, PartitionFigures]:
