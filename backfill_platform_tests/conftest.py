@@ -117,12 +117,13 @@ def spark(spark_resource):
 
 @pytest.fixture(scope="session")
 def specs(data_dir: Path):
-    """The built-in specs, whichever module's spec folder (BACKFILL_PLATFORM_SPECS) is set when first asked."""
-    from backfill_platform.specs.loader import load_specs
+    """The demo project's specs as every entrance reads them (`components.registry`), whichever module's
+    spec folder (BACKFILL_PLATFORM_SPECS) is set when first asked."""
+    from backfill_platform.components.registry import package_project, project_specs
 
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv(settings.SPECS_ENV, raising=False)
-        return load_specs()
+        return project_specs(package_project())
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from datetime import date
 import pytest
 from rich.console import Console
 
+from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.operations.backfill import (
     BackfillOutcome,
     BackfillRequest,
@@ -16,7 +17,6 @@ from backfill_platform.operations.backfill import (
     report_table,
     throughput_line,
 )
-from backfill_platform.specs.loader import load_specs
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +24,7 @@ DAYS = [date(2026, 10, 1), date(2026, 10, 2)]
 
 
 def outcome(ingestions: dict, run_ids: tuple[str, ...] = (), **more) -> BackfillOutcome:
-    specs = load_specs()
+    specs = project_specs(package_project())
     request = BackfillRequest(
         specs.datasets["views_per_title"], specs.streams["playback"], DAYS[0], date(2026, 10, 3), dry_run=True
     )

@@ -23,6 +23,7 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, RunsFilter
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
@@ -34,7 +35,7 @@ from backfill_platform.pipeline.run_tags import (
     source_days_before_tag,
 )
 from backfill_platform.specs.durations import day_bounds
-from backfill_platform.specs.loader import builtin_spec_data, load_specs
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
 from backfill_platform_tests.support.datasets import write_join_spec
 from backfill_platform_tests.support.lakehouse import write_dagster_home
@@ -149,7 +150,7 @@ def test_a_source_day_whose_read_window_changed_is_ingested_again(first_backfill
     own is left alone): as it is while the copy lists the same files, ingested once a file is added to
     an hour of its read window."""
     first_run = first_backfill[1]
-    stream = load_specs().streams[IMPRESSIONS]
+    stream = project_specs(package_project()).streams[IMPRESSIONS]
     copy = data_dir / "archive" / "impressions_before_changed"
     shutil.copytree(data_dir / "archive" / IMPRESSIONS, copy)  # modification times kept: same manifest
     stream = stream.model_copy(

@@ -153,13 +153,15 @@ def test_the_dagster_job_replays_with_typed_config(topics) -> None:
 def test_a_broker_stopped_mid_replay_opens_the_breaker_and_the_replay_resumes(
     events_materialized, tmp_path: Path
 ) -> None:
+    from backfill_platform.components.registry import package_project, project_specs
     from backfill_platform.devtools.kafka_broker.broker import kafka_broker
     from backfill_platform.lakehouse.resources import open_catalog
     from backfill_platform.pipeline.replay.runner import ReplayRequest, run_kafka_replay
-    from backfill_platform.specs.loader import load_specs
 
     first, after = day(0), day(2)
-    request = ReplayRequest(load_specs().streams["playback"], first, after, BACKFILL, 1000, sink="kafka")
+    request = ReplayRequest(
+        project_specs(package_project()).streams["playback"], first, after, BACKFILL, 1000, sink="kafka"
+    )
     state_dir = tmp_path / "broker"
     with kafka_broker(state_dir) as broker:
         create_topic(broker.bootstrap, BACKFILL, partitions=2)

@@ -162,10 +162,10 @@ from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 from backfill_platform.pipeline.promotion import promote as promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.specs.loader import load_specs
+from backfill_platform.components.registry import package_project, project_specs
 
 name, first, end = sys.argv[1], date.fromisoformat(sys.argv[2]), date.fromisoformat(sys.argv[3])
-specs = load_specs()
+specs = project_specs(package_project())
 spec, stream = specs.datasets[name], specs.streams["playback"]
 resource = spark_from_env(catalog_from_env())
 tags = {"dagster/asset_partition_range_start": sys.argv[2], "dagster/asset_partition_range_end": sys.argv[4]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backfill_platform import settings
+from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_spec_file, load_specs
 from backfill_platform_tests.support.specs import VALID, mutated, write_spec
 
@@ -93,7 +94,7 @@ def test_hostile_names_are_refused(tmp_path, changes, field):
 def test_user_specs_are_found_through_the_environment(tmp_path, monkeypatch):
     write_spec(tmp_path, "clicks", mutated(name="clicks", archive__location="archive/clicks"))
     monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
-    specs = load_specs()
+    specs = project_specs(package_project())
     assert {"playback", "clicks"} <= set(specs.streams)
     assert specs.streams["clicks"].archive.location == "archive/clicks"
 
@@ -102,13 +103,13 @@ def test_a_stream_declared_twice_is_refused(tmp_path, monkeypatch):
     write_spec(tmp_path, "again", VALID)
     monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
     with pytest.raises(SpecError, match="declared twice"):
-        load_specs()
+        project_specs(package_project())
 
 
 def test_missing_spec_folder_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path / "nowhere"))
     with pytest.raises(SpecError, match="does not exist"):
-        load_specs()
+        project_specs(package_project())
 
 
 def test_the_reference_page_is_rewritten_between_its_markers(tmp_path):

@@ -13,6 +13,7 @@ from typing import Any
 
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE
 from backfill_platform.pipeline.ledger.latest import latest_key
+from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
 
 Row = dict[str, Any]
 
@@ -31,12 +32,12 @@ def read_rows(catalog: Any, table: str, column: str, value: str) -> list[Row]:
 
 def ledger_rows(catalog: Any, dataset: str) -> list[Row]:
     """Every `platform.ledger` row of a dataset: validations of every version, adoptions."""
-    return read_rows(catalog, "ledger", "dataset", dataset)
+    return read_rows(catalog, LEDGER_TABLE, "dataset", dataset)
 
 
 def ingestion_rows(catalog: Any, stream: str) -> list[Row]:
     """Every `platform.ingestions` row of a stream: one per event-time day and events run."""
-    return read_rows(catalog, "ingestions", "stream", stream)
+    return read_rows(catalog, INGESTIONS_TABLE, "stream", stream)
 
 
 def latest(rows: Iterable[Row], where: Callable[[Row], bool] = lambda _: True) -> dict[date, Row]:

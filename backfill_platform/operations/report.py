@@ -20,6 +20,7 @@ from backfill_platform.lakehouse.tables import PROD_NAMESPACE
 from backfill_platform.operations.ledger_view import Row, read_rows
 from backfill_platform.pipeline.ledger.commits import ACTION, VERSION, commit_days
 from backfill_platform.pipeline.ledger.latest import latest_key
+from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
 from backfill_platform.pipeline.run_tags import BACKFILL_ID, RUN_ID
 from backfill_platform.pipeline.validation.markdown import markdown_table
 
@@ -70,7 +71,7 @@ def _unique(rows: list[Row], *key: str) -> list[Row]:
     return list({tuple(r[k] for k in key): r for r in rows}.values())
 
 
-def production_commits(catalog: Any, run_ids: set[str], ident: str) -> list[Commit]:
+def commits_of_backfill(catalog: Any, run_ids: set[str], ident: str) -> list[Commit]:
     """Snapshots of every production table whose properties name one of the runs or the backfill."""
     from pyiceberg.exceptions import NoSuchNamespaceError
 
@@ -106,18 +107,18 @@ def build_report(ident: str, run_ids: set[str] | None = None) -> BackfillReport:
     catalog = open_catalog()
     runs = run_ids if run_ids is not None else backfill_runs(ident)
     rows = [r for column in ("run_id", "promotion_run_id") for run in runs
-            for r in read_rows(catalog, "ledger", column, run)]  # fmt: skip
-    rows += read_rows(catalog, "ledger", "backfill_id", ident)
+            for r in read_rows(catalog, LEDGER_TABLE, column, run)]  # fmt: skip
+    rows += read_rows(catalog, LEDGER_TABLE, "backfill_id", ident)
     report = BackfillReport(ident, runs)
     for row in sorted(_unique(rows, "dataset", "version", "partition", "run_id"),
                       key=lambda r: (r["dataset"], r["partition"], latest_key(r))):  # fmt: skip
         report.validations.setdefault(row["dataset"], []).append(row)
     streams = {r["stream"] for r in rows}
-    ingestions = [r for run in runs for r in read_rows(catalog, "ingestions", "run_id", run)]
+    ingestions = [r for run in runs for r in read_rows(catalog, INGESTIONS_TABLE, "run_id", run)]
     for row in sorted(ingestions, key=lambda r: (r["stream"], r["partition"])):
         if row["stream"] not in streams:  # a backfill's ledger rows already carry their events figures
             report.events.setdefault(row["stream"], []).append(row)
-    report.commits = production_commits(catalog, runs, ident)
+    report.commits = commits_of_backfill(catalog, runs, ident)
     if report.empty:
         raise UnknownBackfill(
             f"no ledger row, events run or production snapshot names backfill or run {ident!r} "

@@ -18,10 +18,10 @@ from backfill_platform.pipeline.events.checks import (
     CHECK_DESCRIPTIONS,
     REQUIRED_COLUMNS,
     SETTLED,
+    events_schema_check,
     quarantine_ratio_check,
     reconciliation_check,
     records_present_check,
-    schema_check,
     settled_check,
 )
 from backfill_platform.pipeline.events.completeness import completeness, topic_edges_lookup
@@ -194,7 +194,7 @@ def _judge(
     return fingerprints, [
         *reconciliation_check(session, spec, result, rows_by_day, *interval),
         *quarantine_ratio_check(spec, result),
-        *schema_check(spec, written, days, nulls),
+        *events_schema_check(spec, written, days, nulls),
         *records_present_check(spec, result),
         *settled_check(spec, proof),
     ]

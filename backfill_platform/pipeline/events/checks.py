@@ -16,13 +16,12 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.events.completeness import DayCompleteness, format_hours
 from backfill_platform.pipeline.events.ingest import IngestResult, events_columns, quarantine_table
-from backfill_platform.pipeline.validation.schema import pandera_schema, validate_schema
+from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
 from backfill_platform.pipeline.validation.verdicts import DayVerdict
 from backfill_platform.specs.stream import StreamSpec
 
 RECONCILIATION = "reconciliation"
 QUARANTINE_RATIO = "quarantine_ratio"
-SCHEMA = "schema"
 RECORDS_PRESENT = "records_present"
 SETTLED = "settled"
 CHECK_DESCRIPTIONS = {
@@ -157,19 +156,11 @@ REQUIRED_COLUMNS = (
 )
 
 
-def schema_check(
+def events_schema_check(
     spec: StreamSpec, df: DataFrame, days: list[str], null_counts: dict[str, int] | None = None
 ) -> list[DayVerdict]:
     """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null.
-
-    pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
-    `null_counts` (rows where each required column is null) may come from a pass the caller runs anyway.
-    """
-    schema = pandera_schema(spec.events_table, events_columns(spec), set(REQUIRED_COLUMNS))
-    outcome = validate_schema(df, schema, null_counts)
-    metadata = {
-        "errors": MetadataValue.json(outcome.errors),
-        "null_violations": MetadataValue.json(outcome.null_violations),
-        "scope": "the range validated in this run",
-    }
-    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
+    `null_counts` (rows where each required column is null) may come from a pass the caller runs anyway."""
+    return schema_verdicts(
+        spec.events_table, events_columns(spec), set(REQUIRED_COLUMNS), df, days, null_counts
+    )

@@ -127,12 +127,17 @@ def ddl(row_type: type) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in row_columns(row_type))
 
 
+# The tables' names in the platform namespace, for Spark (here) and PyIceberg (`operations.ledger_view`).
+INGESTIONS_TABLE = "ingestions"
+LEDGER_TABLE = "ledger"
+
+
 def ingestions_table(spark: SparkSession) -> str:
-    return table_id(spark, PLATFORM_NAMESPACE, "ingestions")
+    return table_id(spark, PLATFORM_NAMESPACE, INGESTIONS_TABLE)
 
 
 def ledger_table(spark: SparkSession) -> str:
-    return table_id(spark, PLATFORM_NAMESPACE, "ledger")
+    return table_id(spark, PLATFORM_NAMESPACE, LEDGER_TABLE)
 
 
 def ensure_ledger(spark: SparkSession) -> None:
@@ -171,7 +176,10 @@ def append(spark: SparkSession, rows: list, row_type: type) -> None:
     df.writeTo(target).append()
 
 
-def now() -> datetime:
+def recorded_now() -> datetime:
+    """When a row is recorded: the real clock, never the settable `settings.now` (which tests and the bench
+    move to put a run after a day settles). `latest.LATEST_ORDER` orders a day's rows by it, so it must
+    follow the order in which runs really recorded them."""
     return datetime.now(UTC)
 
 
@@ -219,7 +227,7 @@ def record_ingestions(
 ) -> None:
     """One `platform.ingestions` row per event-time day of an events run: figures, verdicts, and the
     fingerprint of the events those verdicts are about."""
-    recorded = now()
+    recorded = recorded_now()
     append(
         spark,
         [
@@ -260,7 +268,7 @@ def record_validation(
 ) -> None:
     """One ledger row per partition: the ingestions and the exact events it came from (every source),
     what the shadow holds, the verdicts."""
-    recorded = now()
+    recorded = recorded_now()
     # Computed once for the range: each walks every verdict of every day.
     failed, check_digest = validation.failed, validation.digest
     rows = []

@@ -26,7 +26,7 @@ from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.divergence import Divergence, compare
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
-from backfill_platform.pipeline.validation.schema import pandera_schema, validate_schema
+from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
 from backfill_platform.pipeline.validation.verdicts import DayVerdict
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.dataset import DatasetSpec
@@ -35,7 +35,6 @@ T = TypeVar("T")
 
 ROW_COUNTS = "row_counts_per_bucket"
 CHECKSUMS = "checksums_per_bucket"
-SCHEMA = "schema"
 DIVERGENCE = "divergence_vs_production"
 EVENTS_VALIDATED = "events_validated"
 MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
@@ -131,26 +130,18 @@ def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list
     return verdicts
 
 
-def schema_check(
+def shadow_schema_check(
     spec: DatasetSpec,
     version: str,
     shadow: DataFrame,
     days: list[str],
     null_keys: dict[str, int] | None = None,
 ) -> list[DayVerdict]:
-    """pandera validates the range's DataFrame as a whole: every day gets the range's verdict.
-
-    `null_keys` are the range's null key counts when the bucket figures already counted them."""
+    """The shadow has exactly the spec's columns and types, and no null key. `null_keys` are the range's
+    null key counts when the bucket figures already counted them."""
     columns = [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
-    outcome = validate_schema(
-        shadow, pandera_schema(spec.shadow_table(version), columns, set(spec.key_columns)), null_keys
-    )
-    metadata = {
-        "errors": MetadataValue.json(outcome.errors),
-        "null_key_rows": MetadataValue.json(outcome.null_violations),
-        "scope": "the range validated in this run",
-    }
-    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
+    table = spec.shadow_table(version)
+    return schema_verdicts(table, columns, set(spec.key_columns), shadow, days, null_keys, "null_key_rows")
 
 
 def divergence_check(
@@ -257,7 +248,7 @@ def validate_shadow(
         *events_validated_check(days, judged),
         *row_count_check(days, expected, actual),
         *checksum_check(spec, days, expected, actual),
-        *schema_check(spec, version, shadow, days, null_keys_of(actual, spec)),
+        *shadow_schema_check(spec, version, shadow, days, null_keys_of(actual, spec)),
         *divergence_check(spec, shadow, production, days, max_divergence_ratio, validation),
     ]
     return validation

@@ -5,10 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandera.pyspark as pa
+from dagster import MetadataValue
 from pandera.config import ValidationDepth, config_context
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from backfill_platform.pipeline.validation.verdicts import DayVerdict
+
+# The schema check's name, for the events and for every dataset version.
+SCHEMA = "schema"
 
 _SPARK_TYPES = {
     "string": T.StringType(),
@@ -35,6 +41,28 @@ def pandera_schema(name: str, columns: list[tuple[str, str]], required: set[str]
         name=name,
         strict=True,
     )
+
+
+def schema_verdicts(
+    table: str,
+    columns: list[tuple[str, str]],
+    required: set[str],
+    df: DataFrame,
+    days: list[str],
+    null_counts: dict[str, int] | None = None,
+    nulls_label: str = "null_violations",
+) -> list[DayVerdict]:
+    """The `schema` check of a stage: `df` has exactly `columns` (name, Spark SQL type) and no null in a
+    `required` column. pandera validates the range's DataFrame as a whole, so every day gets the range's
+    verdict; `null_counts` (required column -> null rows) may come from a pass the caller runs anyway, and
+    the null rows are shown under `nulls_label`."""
+    outcome = validate_schema(df, pandera_schema(table, columns, required), null_counts)
+    metadata = {
+        "errors": MetadataValue.json(outcome.errors),
+        nulls_label: MetadataValue.json(outcome.null_violations),
+        "scope": "the range validated in this run",
+    }
+    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
 
 
 def validate_schema(
