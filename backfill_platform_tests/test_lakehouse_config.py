@@ -147,3 +147,25 @@ def test_a_warehouse_the_catalog_refuses_fails_the_run_before_writing(
     assert tables == []
     listed = moto.client("s3").list_objects_v2(Bucket=REST_WAREHOUSE_BUCKET, Prefix="refused/")
     assert listed.get("KeyCount", 0) == 0
+
+
+@pytest.mark.unit
+def test_a_new_data_directory_gets_its_catalog(tmp_path, monkeypatch):
+    """A data directory that does not exist yet is made on first use (SQLite makes its file, not its
+    folder), and the embedded catalog works there: a namespace created is listed back."""
+    from backfill_platform.lakehouse.resources import catalog_from_env
+
+    data = tmp_path / "not" / "yet"
+    monkeypatch.setenv(settings.DATA_DIR_ENV, str(data))
+    for variable in (settings.CATALOG_URI_ENV, settings.CATALOG_JDBC_URI_ENV, settings.CATALOG_SQL_URI_ENV):
+        monkeypatch.delenv(variable, raising=False)
+    catalog = catalog_from_env(for_dagster=False)
+    assert (
+        catalog.spark_conf()[f"spark.sql.catalog.{catalog.name}.uri"]
+        == f"jdbc:sqlite:{data.resolve()}/catalog.db"
+    )
+    assert data.is_dir()
+    loaded = catalog.load()
+    loaded.create_namespace("fresh")
+    assert ("fresh",) in loaded.list_namespaces()
+    assert (data / "catalog.db").is_file()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any, Literal
 
 from dagster import ConfigurableResource, EnvVar
@@ -91,8 +92,17 @@ class IcebergCatalogResource(ConfigurableResource):
         if self.is_rest and not self.rest_uri.startswith(("http://", "https://")):
             raise ValueError(f"{settings.CATALOG_URI_ENV} must be an http(s):// URL, not {self.rest_uri!r}")
 
+    def make_sqlite_folder(self) -> None:
+        """Create the folder of an embedded SQLite catalog (a new data directory, say): SQLite creates the
+        file on first use but not its folder, and fails with "unable to open database file", no path."""
+        for uri, scheme in ((self.jdbc_uri, "jdbc:sqlite:"), (self.sql_uri, "sqlite:///")):
+            path = uri.removeprefix(scheme).split("?")[0] if uri.startswith(scheme) else ""
+            if path and path != ":memory:" and not path.startswith("file:"):
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+
     def spark_conf(self) -> dict[str, str]:
         self.check()
+        self.make_sqlite_folder()
         prefix = f"spark.sql.catalog.{self.name}"
         conf = {
             prefix: "org.apache.iceberg.spark.SparkCatalog",
@@ -165,6 +175,7 @@ class IcebergCatalogResource(ConfigurableResource):
             return RestCatalog(self.name, uri=self.rest_uri, **props)
         from pyiceberg.catalog.sql import SqlCatalog
 
+        self.make_sqlite_folder()
         return SqlCatalog(self.name, uri=self.sql_uri_with_credentials(), **props)
 
     def sql_uri_with_credentials(self) -> str:
