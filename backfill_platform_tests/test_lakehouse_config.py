@@ -152,20 +152,38 @@ def test_a_warehouse_the_catalog_refuses_fails_the_run_before_writing(
 @pytest.mark.unit
 def test_a_new_data_directory_gets_its_catalog(tmp_path, monkeypatch):
     """A data directory that does not exist yet is made on first use (SQLite makes its file, not its
-    folder), and the embedded catalog works there: a namespace created is listed back."""
+    folder), by PyIceberg's catalog and by Spark's settings alike: a namespace created is listed back."""
     from backfill_platform.lakehouse.resources import catalog_from_env
 
-    data = tmp_path / "not" / "yet"
-    monkeypatch.setenv(settings.DATA_DIR_ENV, str(data))
     for variable in (settings.CATALOG_URI_ENV, settings.CATALOG_JDBC_URI_ENV, settings.CATALOG_SQL_URI_ENV):
         monkeypatch.delenv(variable, raising=False)
-    catalog = catalog_from_env(for_dagster=False)
-    assert (
-        catalog.spark_conf()[f"spark.sql.catalog.{catalog.name}.uri"]
-        == f"jdbc:sqlite:{data.resolve()}/catalog.db"
-    )
-    assert data.is_dir()
-    loaded = catalog.load()
+    data = tmp_path / "not" / "yet"
+    monkeypatch.setenv(settings.DATA_DIR_ENV, str(data))
+    loaded = catalog_from_env(for_dagster=False).load()
     loaded.create_namespace("fresh")
     assert ("fresh",) in loaded.list_namespaces()
     assert (data / "catalog.db").is_file()
+
+    spark_side = tmp_path / "for spark"
+    monkeypatch.setenv(settings.DATA_DIR_ENV, str(spark_side))
+    catalog = catalog_from_env(for_dagster=False)
+    uri = catalog.spark_conf()[f"spark.sql.catalog.{catalog.name}.uri"]
+    assert uri == f"jdbc:sqlite:{spark_side.resolve()}/catalog.db"
+    assert spark_side.is_dir()
+
+
+@pytest.mark.unit
+def test_the_sqlite_database_of_a_catalog_uri():
+    """One reading of where an embedded catalog's database is, for the folder it needs and its lock."""
+    from pathlib import Path
+
+    from backfill_platform.lakehouse.resources import sqlite_database, sqlite_sql_database
+    from backfill_platform.orchestration.runs.catalog_lock import lock_path_for
+
+    assert sqlite_database("jdbc:sqlite:file:/x/c.db?journal_mode=WAL") == Path("/x/c.db")
+    assert sqlite_database("jdbc:postgresql://db/lake") is None
+    assert lock_path_for("jdbc:sqlite:/x/c.db") == Path("/x/c.db.writer.lock")
+    assert sqlite_sql_database("sqlite+pysqlite:////a/my%20dir/c.db") == Path("/a/my dir/c.db")
+    assert sqlite_sql_database("sqlite://") is None
+    assert sqlite_sql_database("postgresql://db/lake") is None
+    assert sqlite_sql_database("not a url") is None

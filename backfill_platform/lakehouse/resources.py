@@ -95,10 +95,9 @@ class IcebergCatalogResource(ConfigurableResource):
     def make_sqlite_folder(self) -> None:
         """Create the folder of an embedded SQLite catalog (a new data directory, say): SQLite creates the
         file on first use but not its folder, and fails with "unable to open database file", no path."""
-        for uri, scheme in ((self.jdbc_uri, "jdbc:sqlite:"), (self.sql_uri, "sqlite:///")):
-            path = uri.removeprefix(scheme).split("?")[0] if uri.startswith(scheme) else ""
-            if path and path != ":memory:" and not path.startswith("file:"):
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+        for database in (sqlite_database(self.jdbc_uri), sqlite_sql_database(self.sql_uri)):
+            if database is not None and database.name != ":memory:":
+                database.parent.mkdir(parents=True, exist_ok=True)
 
     def spark_conf(self) -> dict[str, str]:
         self.check()
@@ -357,6 +356,32 @@ def import_short_names(jvm: Any) -> None:
 
     for name in SHORT_NAME_CLASSES:
         java_import(jvm, name)
+
+
+SQLITE_JDBC_PREFIX = "jdbc:sqlite:"
+
+
+def sqlite_database(jdbc_uri: str) -> Path | None:
+    """The database file of an embedded catalog's JDBC URI (`jdbc:sqlite:[file:]PATH[?options]`); None
+    for other catalogs."""
+    if not jdbc_uri.startswith(SQLITE_JDBC_PREFIX):
+        return None
+    return Path(jdbc_uri.removeprefix(SQLITE_JDBC_PREFIX).split("?", 1)[0].removeprefix("file:"))
+
+
+def sqlite_sql_database(sql_uri: str) -> Path | None:
+    """The database file of an embedded catalog's SQLAlchemy URI (`sqlite[+driver]:///PATH`, decoded as
+    SQLAlchemy decodes it); None for other catalogs and in-memory databases."""
+    if not sql_uri:
+        return None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(sql_uri)
+    except ArgumentError:  # not a URL SQLAlchemy reads: PyIceberg's catalog names it when it is opened
+        return None
+    return Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
 
 
 def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:

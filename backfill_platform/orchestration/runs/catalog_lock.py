@@ -19,15 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SQLITE_PREFIX = "jdbc:sqlite:"
+from backfill_platform.lakehouse.resources import sqlite_database
 
 
 def lock_path_for(jdbc_uri: str) -> Path | None:
     """The lock file of an embedded (SQLite) catalog; None for catalogs that take concurrent writers."""
-    if not jdbc_uri.startswith(SQLITE_PREFIX):
-        return None
-    database = jdbc_uri.removeprefix(SQLITE_PREFIX).split("?", 1)[0].removeprefix("file:")
-    return Path(database).with_name(Path(database).name + ".writer.lock")
+    database = sqlite_database(jdbc_uri)
+    return None if database is None else database.with_name(database.name + ".writer.lock")
 
 
 class CatalogWriterLock:

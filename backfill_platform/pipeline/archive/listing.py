@@ -1,10 +1,11 @@
 """Listing an archive by ingestion hour, and finding what no hour lists.
 
-Readers only ever ask "which files were ingested in these hours?", so the listing is an interface with
-a local implementation (`LocalArchive`) and an S3 one (`archive.s3.S3Archive`). Every file below the
-archive's root is either listed in an hour or reported by `unlisted_files`, with its record count. Both
-are read by the same `records.iter_records`, so record numbers, defects and accounting do not depend on
-the store.
+Readers only ever ask "which files were ingested in these hours?", so the listing is an interface
+(`Archive`) with a local implementation (`LocalArchive`, here), an S3 one (`s3.S3Archive`) and an Iceberg
+table's (`iceberg_table.TableArchive`, an hour of rows standing for a file). Every file below the
+archive's root is either listed in an hour or reported by `unlisted_files`, with its record count. Files
+are read by the same `records.iter_records` wherever they are, so record numbers, defects and
+accounting do not depend on the store.
 """
 
 from __future__ import annotations

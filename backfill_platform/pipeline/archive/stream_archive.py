@@ -1,7 +1,8 @@
 """The archive a stream's spec names: a local folder, an S3 prefix or an Iceberg table.
 
-The one place that knows every kind of archive, above them all: the listings below it know nothing of
-each other, and everything above asks for `archive_for(spec)` and speaks to the `listing.Archive` it gets.
+The one place that knows every kind of archive, above them all: the S3 and table listings share only
+`listing` (its `Archive` interface and the local folder's listing) and know nothing of each other, and
+everything above asks for `archive_for(spec)` and speaks to the `listing.Archive` it gets.
 """
 
 from __future__ import annotations

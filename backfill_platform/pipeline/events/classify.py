@@ -78,12 +78,12 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     # Rivals across a midnight: the earlier day's copies near this day's start, the later day's near its end.
     rival_before = best(lambda copy: copy["_b_end"] == F.col("_b_start"))
     rival_after = best(lambda copy: copy["_b_start"] == F.col("_b_end"))
-    # Most ids have one copy, which wins alone: the comparison's higher-order functions, which Spark
+    # Most ids have one copy, which wins alone: the comparison's `filter` and `transform`, which Spark
     # evaluates outside its generated code, run only for the ids with rivals.
-    winner = F.when(F.size(copies) > 1, F.least(same_day, rival_before, rival_after)).otherwise(F.col("_key"))
-    compared = keyed.withColumn("_winner", winner).withColumn(
-        "_kept", F.coalesce(admissible & (F.col("_key") == F.col("_winner")), F.lit(False))
-    )
+    compared = keyed.withColumn(
+        "_winner",
+        F.when(F.size(copies) > 1, F.least(same_day, rival_before, rival_after)).otherwise(F.col("_key")),
+    ).withColumn("_kept", F.coalesce(admissible & (F.col("_key") == F.col("_winner")), F.lit(False)))
     conflicting = admissible & ~F.col("_kept") & (F.col("_key.hash") != F.col("_winner.hash"))
     winner = F.concat(F.col("_winner.file"), F.lit(":"), F.col("_winner.n").cast("string"))
     return (
