@@ -15,8 +15,6 @@ The GraphQL (queries, launch, wait) is the platform's own client, `backfill_plat
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,12 +30,12 @@ from backfill_platform.operations import graphql, submit
 from backfill_platform.operations.graphql import GraphQLClient, SubmitError
 from backfill_platform.pipeline.run_tags import SOURCE_DAYS_BEFORE_TAG
 from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.processes import free_port, stop
 from backfill_platform_tests.support.session import REPO_ROOT
 
 STARTUP_TIMEOUT_SECONDS = 180
 # The backfill daemon loops every ~30 s: up to 30 s before the run starts and 30 s after it ended.
 BACKFILL_TIMEOUT_SECONDS = 480
-SHUTDOWN_TIMEOUT_SECONDS = 30
 POLL_SECONDS = 3
 
 # The gap stream: the generated playback archive without the ingestion hour 2026-10-03 05:00, which
@@ -119,28 +117,6 @@ class DagsterDev:
     def assert_running(self) -> None:
         if self.process.poll() is not None:
             pytest.fail(f"dagster dev exited with {self.process.returncode}:\n{self.log_tail()}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def stop(process: subprocess.Popen, timeout: float = SHUTDOWN_TIMEOUT_SECONDS) -> None:
-    """SIGTERM the whole process group (webserver, daemon, code server, runs), then SIGKILL."""
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def wait_until_loaded(dev: DagsterDev) -> None:

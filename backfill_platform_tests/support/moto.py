@@ -7,7 +7,6 @@ environment, so code running inside tasks reaches the same endpoint.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from backfill_platform_tests.support.processes import free_port
 
 REGION = "us-east-1"
 
@@ -62,16 +63,10 @@ class MotoServer:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def moto_server(log_dir: Path, timeout_s: float = 60.0) -> Iterator[MotoServer]:
     """Start `moto_server` on 127.0.0.1, wait until it answers, stop it afterwards."""
-    port = _free_port()
+    port = free_port()
     executable = Path(sys.executable).with_name("moto_server")
     log = open(log_dir / "moto_server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(

@@ -24,8 +24,9 @@ from backfill_platform import settings
 from backfill_platform.operations import submit
 from backfill_platform.operations.explain import describe
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
-from backfill_platform_tests.support.dagster_dev import SUBMIT_DATASET, SUBMIT_STREAM, free_port
+from backfill_platform_tests.support.dagster_dev import SUBMIT_DATASET, SUBMIT_STREAM
 from backfill_platform_tests.support.lakehouse import catalog_of
+from backfill_platform_tests.support.processes import free_port
 from backfill_platform_tests.support.session import REPO_ROOT
 from backfill_platform_tests.support.streams import write_stream_copy
 

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from backfill_platform_tests.support.session import REPO_ROOT
+
+REPO = REPO_ROOT
 PACKAGE = "backfill_platform"
 BUILTIN_ASSETS = {
     "archive/playback_archive",

@@ -26,6 +26,7 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.end_to_end.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.kafka import create_topic
 from backfill_platform_tests.support.kafka_connect import (
@@ -38,7 +39,6 @@ from backfill_platform_tests.support.kafka_connect import (
     wait_for_rows,
 )
 from backfill_platform_tests.support.session import START
-from backfill_platform_tests.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 
 D2 = START + timedelta(days=1)
 TOPIC, TABLE, CATALOG = "playback", "raw_landing.playback", "landing"

@@ -26,10 +26,10 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.end_to_end.test_s3_archive import aws
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.moto import MotoServer
 from backfill_platform_tests.support.session import START
-from backfill_platform_tests.test_s3_archive import aws
 
 D2 = START + timedelta(days=1)
 BUCKET = "kafka-connect-sink"

@@ -15,7 +15,7 @@ from dagster import AssetCheckEvaluation, AssetKey, AssetRecordsFilter
 from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.specs.durations import DAY, HOUR, midnight
-from backfill_platform_tests.test_automation import Ticks, day_keys
+from backfill_platform_tests.integration.orchestration.test_automation import Ticks, day_keys
 
 PLAYBACK = AssetKey(["raw", "playback_events"])
 IMPRESSIONS = AssetKey(["raw", "impressions_events"])

@@ -24,9 +24,9 @@ from backfill_platform.lakehouse.preflight import LakehouseConfigError, check_la
 from backfill_platform.lakehouse.resources import IcebergCatalogResource, SparkIcebergResource
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform_tests.conftest import REST_WAREHOUSE_BUCKET
-from backfill_platform_tests.support.dagster_dev import free_port
 from backfill_platform_tests.support.lakehouse import own_data_dir, write_dagster_home
 from backfill_platform_tests.support.moto import aws_environment
+from backfill_platform_tests.support.processes import free_port
 from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT, START, range_tags
 
 

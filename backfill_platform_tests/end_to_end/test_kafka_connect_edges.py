@@ -26,9 +26,9 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.dagster_dev import free_port
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.kafka import create_topic
+from backfill_platform_tests.support.processes import free_port
 from backfill_platform_tests.support.session import START
 
 TOPIC = "plays-live"

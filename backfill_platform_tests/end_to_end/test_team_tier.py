@@ -41,7 +41,7 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START
 from backfill_platform.pipeline.run_tags import RUN_ID
-from backfill_platform_tests.support.dagster_dev import free_port, stop
+from backfill_platform_tests.support.processes import free_port, stop
 from backfill_platform_tests.support.session import REPO_ROOT, START
 from backfill_platform_tests.support.streams import write_stream_specs
 

@@ -25,6 +25,7 @@ from backfill_platform.devtools import jvm_jars
 from backfill_platform.lakehouse import class_archive, jars
 from backfill_platform.lakehouse.resources import spark_from_env
 from backfill_platform.lakehouse.tables import ensure_table, table_id
+from backfill_platform_tests.support.session import REPO_ROOT
 
 RUNTIME = re.compile(r"iceberg-spark-runtime-(\d+\.\d+)_(\d+\.\d+)")
 T0 = datetime(2026, 3, 1, 10, 0, 0)
@@ -306,7 +307,7 @@ def test_spark_reads_and_commits_on_pyicebergs_table(spark, catalog, namespace):
 
 def test_no_jar_of_the_old_sources_is_left_in_the_set_up():
     """The Snowpark wheel, the jar repair and Debian's JDBC jars are gone from the set-up."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO_ROOT
     makefile = (repo / "Makefile").read_text()
     pyproject = (repo / "pyproject.toml").read_text()
     for gone in ("snowpark", "jarjar", "jar_repair", "libxerial-sqlite-jdbc-java", "libpostgresql-jdbc-java"):

@@ -7,6 +7,7 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_spec_file, load_specs
+from backfill_platform_tests.support.session import REPO_ROOT
 from backfill_platform_tests.support.specs import VALID, mutated, write_spec
 
 pytestmark = pytest.mark.unit
@@ -122,11 +123,10 @@ def test_the_reference_page_is_rewritten_between_its_markers(tmp_path):
 
 
 def test_the_docs_spec_reference_is_the_one_generated_from_the_models():
-    from pathlib import Path
 
     from backfill_platform.specs.reference_page import markdown_reference
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "spec-reference.md").read_text()
+    page = (REPO_ROOT / "docs" / "spec-reference.md").read_text()
     assert markdown_reference() in page, (
         "regenerate it: python -m backfill_platform.specs.reference_page docs/spec-reference.md"
     )

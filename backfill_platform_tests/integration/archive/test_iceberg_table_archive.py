@@ -34,9 +34,9 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.end_to_end.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.session import START, range_tags
-from backfill_platform_tests.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 
 D2 = START + timedelta(days=1)
 NOON = datetime(START.year, START.month, START.day, 12, 30, tzinfo=UTC)
