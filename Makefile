@@ -5,7 +5,7 @@
 #   make demo        run the end-to-end demo
 #   make test        run the test suite (what CI runs, via .ci/run); TEST_ORDER=random or reverse
 #   make test-other-spark  the end-to-end subset on the other Spark line (4.1), in .venv-spark-4.1 (CI runs it too)
-#   make test-fast   the unit layer (marker `unit`: no Spark, server or run), under a minute: the edit loop
+#   make test-fast   the unit layer (the tests under unit/: no Spark, server or run), under a minute: the edit loop
 #   make lint        ruff check + ruff format --check + the import contracts (CI runs it first)
 #   make docs        the documentation site (docs/, mkdocs.yml) into data/site, strictly: a broken link fails
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
@@ -182,10 +182,11 @@ test: setup
 		*) echo "test: error: TEST_ORDER must be file, random or reverse, not '$(TEST_ORDER)'" >&2; exit 2;; esac
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope $(TEST_ORDER_ARGS_$(TEST_ORDER)) $(PYTEST_ARGS)
 
-# The unit layer: tests marked `unit` (pure logic), in one process. A test of it that asks for Spark, `dagster
-# dev`, moto or Kafka fails, naming what it asked for (conftest's `refuse_in_unit_layer`): the layer stays fast.
+# The unit layer: the tests under backfill_platform_tests/unit/ (pure logic; conftest marks them `unit` by
+# their folder), in one process. A test of it that asks for Spark, `dagster dev`, moto or Kafka fails, naming
+# what it asked for (conftest's `refuse_in_unit_layer`): the layer stays fast.
 test-fast: setup
-	BACKFILL_PLATFORM_TEST_LAYER=fast $(BIN)/pytest -m unit $(PYTEST_ARGS)
+	BACKFILL_PLATFORM_TEST_LAYER=fast $(BIN)/pytest backfill_platform_tests/unit $(PYTEST_ARGS)
 
 # The other Spark line: its own environment (.venv-spark-4.1, built on first use), its runtime jar, and the
 # end-to-end subset marked `both_spark_lines` (a validated backfill with promotion and revert, the bad-input

@@ -4,7 +4,8 @@ The session's catalog (under `data_dir`) is written by this process only. Tests 
 (marker `other_writers`: CLI runs, `dagster dev`'s runs) give them a data directory of their own and read it
 back through a new Spark session bound to it (`support.lakehouse`), so they may run in any order: see
 `make test TEST_ORDER=random` (pytest-randomly) and `TEST_ORDER=reverse` (`--reverse`, below).
-Helpers the test modules share are in `support/`.
+Helpers the test modules share are in `support/`. The folder is the layer: every test under `unit/` is
+marked `unit` (`make test-fast` runs them), and no test elsewhere may carry that mark.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from backfill_platform_tests.support.session import DAYS, EVENTS_PER_DAY, START,
 
 OTHER_WRITERS = "other_writers"
 UNIT = "unit"
+# The unit layer's folder: every test below it is marked `UNIT` (`mark_unit_layer`), and no other test is.
+UNIT_DIR = Path(__file__).parent / "unit"
 # `make test-fast` sets it: the unit layer, where a test asking for Spark or a server fails (it is not a unit).
 LAYER_ENV = "BACKFILL_PLATFORM_TEST_LAYER"
 _TZ_PATCH = pytest.StashKey[pytest.MonkeyPatch]()
@@ -42,7 +45,9 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{OTHER_WRITERS}: the test's subprocesses commit to a catalog (a data directory of the test's own)",
     )
     config.addinivalue_line(
-        "markers", f"{UNIT}: pure logic, no Spark, server or subprocess run (`make test-fast`, seconds)"
+        "markers",
+        f"{UNIT}: a test under unit/ (set by its folder, never by hand): pure logic, no Spark, server or"
+        " subprocess run (`make test-fast`, seconds)",
     )
     workers.configure(config)
     # PySpark hands timestamps to Python as naive local time; the platform and its tests speak UTC.
@@ -67,14 +72,35 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return workers.make_scheduler(config, log)
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`--reverse`: the opposite of the order the tests were collected in (a check that none depends on
-    it; pytest-randomly, `-p randomly`, shuffles instead). In file order, the long groups first; with
-    workers, each test's group for the scheduler (support/workers.py)."""
+def mark_unit_layer(items: list[pytest.Item]) -> None:
+    """The folder is the layer: every test under `unit/` gets the `unit` marker; a test elsewhere that
+    carries it by hand is refused (move it under `unit/`, or drop the mark), naming each such test."""
+    misplaced = []
+    for item in items:
+        if item.path.is_relative_to(UNIT_DIR):
+            item.add_marker(UNIT)
+        elif item.get_closest_marker(UNIT) is not None:
+            misplaced.append(item.nodeid)
+    if misplaced:
+        raise pytest.UsageError(
+            f"the marker `{UNIT}` is set by the folder (backfill_platform_tests/unit/), never by hand; "
+            f"these tests outside it carry it: {', '.join(misplaced)}"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    """Before any other plugin's implementation (so `-m unit` selects by it): the `unit` marker from the
+    folder (`mark_unit_layer`). After all of them: `--reverse`, the opposite of the order the tests were
+    collected in (a check that none depends on it; pytest-randomly, `-p randomly`, shuffles instead). In
+    file order, the long groups first; with workers, each test's group for the scheduler
+    (support/workers.py)."""
+    mark_unit_layer(items)
+    result = yield
     if config.getoption("reverse"):
         items.reverse()
     workers.order_and_publish(config, items)
+    return result
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -98,7 +124,8 @@ def refuse_in_unit_layer(what: str) -> None:
     """In `make test-fast`, a test that asks for `what` is not a unit: it fails, naming it."""
     if os.environ.get(LAYER_ENV) == "fast":
         pytest.fail(
-            f"the unit layer (make test-fast) starts no {what}: this test is not marked `{UNIT}` rightly"
+            f"the unit layer (make test-fast) starts no {what}: this test belongs in integration/ or"
+            " end_to_end/, not unit/"
         )
 
 

@@ -14,15 +14,6 @@ import pytest
 from rich.console import Console
 
 from backfill_platform.devtools.bench.harness import RESULT_FILE, BenchConfig, duckdb_installed, run_bench
-from backfill_platform.devtools.bench.measure import busy_seconds
-from backfill_platform.lakehouse.resources import (
-    GENERATED_METHOD_LIMIT,
-    LOCAL_CLIENT_JIT_OPTIONS,
-    LOCAL_TIERED_JIT_OPTIONS,
-    MIB,
-    IcebergCatalogResource,
-    SparkIcebergResource,
-)
 
 pytestmark = pytest.mark.long_running(minutes=3)
 
@@ -110,47 +101,3 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
     )
     printed = (tmp_path / "report.txt").read_text()
     assert "(f) big day" in printed and "(g) many small files" in printed
-
-
-@pytest.mark.unit
-def test_busy_seconds_is_the_union_of_jobs_within_the_window() -> None:
-    jobs = [(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (9.0, 12.0)]
-    assert busy_seconds(jobs, 0.0, 10.0) == 3.0 + 1.0 + 1.0
-    assert busy_seconds(jobs, 2.5, 5.5) == 0.5 + 0.5
-    assert busy_seconds([], 0.0, 10.0) == 0.0
-
-
-@pytest.mark.unit
-def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
-    catalog = IcebergCatalogResource(
-        jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
-    )
-    # Without the class archive's option, which `test_jvm_jars` covers.
-    auto = SparkIcebergResource(catalog=catalog, tiered_jit_from_mib=8, class_archive=False)
-    options = "spark.driver.extraJavaOptions"
-    assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config()[options]  # nothing known: quick start
-    assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config(8 * MIB - 1)[options]
-    assert auto.full_spark_config(8 * MIB)[options] == LOCAL_TIERED_JIT_OPTIONS
-    forced = SparkIcebergResource(catalog=catalog, local_jit="client", class_archive=False)
-    assert forced.full_spark_config(10 * 1024 * MIB)[options] == LOCAL_CLIENT_JIT_OPTIONS
-    # A cluster's JVMs keep their defaults; spark_config still wins over the choice.
-    assert options not in SparkIcebergResource(catalog=catalog, master="spark://h:7077").full_spark_config(
-        MIB**2
-    )
-    mine = SparkIcebergResource(catalog=catalog, spark_config={options: "-Xss4m"})
-    assert mine.full_spark_config(MIB**2)[options] == "-Xss4m"
-
-
-@pytest.mark.unit
-def test_big_reads_generate_no_method_the_jvm_would_not_compile() -> None:
-    catalog = IcebergCatalogResource(
-        jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
-    )
-    limit = "spark.sql.codegen.hugeMethodLimit"
-    auto = SparkIcebergResource(catalog=catalog, tiered_jit_from_mib=8, class_archive=False)
-    assert limit not in auto.full_spark_config(8 * MIB - 1)  # a small run: Spark's own limit
-    assert auto.full_spark_config(8 * MIB)[limit] == str(GENERATED_METHOD_LIMIT) == "8000"
-    cluster = SparkIcebergResource(catalog=catalog, master="spark://h:7077")
-    assert cluster.full_spark_config()[limit] == "8000"
-    mine = SparkIcebergResource(catalog=catalog, master="spark://h:7077", spark_config={limit: "65535"})
-    assert mine.full_spark_config()[limit] == "65535"

@@ -27,6 +27,7 @@ from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import GAP_HOUR
+from backfill_platform_tests.support.datasets import production
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 from backfill_platform_tests.support.session import DAYS, START
 from backfill_platform_tests.support.streams import write_stream_copy
@@ -38,7 +39,7 @@ STRICT_RATIO = 0.0001  # far below the generated archive's malformed lines: ever
 PROMOTED_DAYS = ["2026-10-02", "2026-10-03"]
 DRY_RUN_DAY = "2026-10-04"
 FAILING_DAY = "2026-10-02"
-PRODUCTION = "lake.prod.views_cli"
+PRODUCTION = production(DATASET).table
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from backfill_platform_tests.support.dagster_dev import (
     check_executions,
     materializations,
 )
+from backfill_platform_tests.support.datasets import production
 from backfill_platform_tests.support.lakehouse import lakehouse_session
 
 pytestmark = pytest.mark.other_writers
@@ -39,7 +40,7 @@ REASON = VIEWS_BACKFILL_TAGS["backfill_platform/reason"]
 TICKET = VIEWS_BACKFILL_TAGS["backfill_platform/ticket"]
 LEDGER = "lake.platform.ledger"
 SHADOW = "lake.shadow.views_per_title__v2"
-PRODUCTION = "lake.prod.views_per_title"
+PRODUCTION = production("views_per_title").table
 
 
 def test_graphql_backfill_rederives_and_promotes_the_range(views_backfill: dict, dagster_dev, truth, spark):

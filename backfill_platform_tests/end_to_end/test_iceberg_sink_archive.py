@@ -26,14 +26,15 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.end_to_end.test_kafka_connect import assert_events_are_the_truth, settled_by_day
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.kafka import create_topic
 from backfill_platform_tests.support.kafka_connect import (
     JsonRecord,
+    assert_events_are_the_truth,
     create_landing_table,
     produce_json,
     pyiceberg_catalog,
+    settled_by_day,
     sink_worker,
     start_landing_sink,
     wait_for_rows,

@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_kafka_connect_archive
 from backfill_platform.operations.plan import build_plan
@@ -26,9 +25,9 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.end_to_end.test_s3_archive import aws
 from backfill_platform_tests.support.datasets import run
-from backfill_platform_tests.support.moto import MotoServer
+from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth, settled_by_day
+from backfill_platform_tests.support.moto import MotoServer, aws
 from backfill_platform_tests.support.session import START
 
 D2 = START + timedelta(days=1)
@@ -41,21 +40,6 @@ def kafka_spec(name: str, location: str, fmt: str, **archive) -> StreamSpec:
     raw["archive"] = {"location": location, "layout": LAYOUT, "format": fmt, "compression": "none",
                       "kafka_connect": {"topic": "playback", **archive}}  # fmt: skip
     return StreamSpec.model_validate(raw)
-
-
-def settled_by_day(result) -> dict:
-    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
-
-
-def assert_events_are_the_truth(spark, spec: StreamSpec, truth) -> None:
-    rows = spark.table(events_table(spark, spec)).select(
-        "event_id", "_kafka_partition", "_kafka_offset", F.to_date("event_time").alias("day")
-    )
-    got = {
-        r["event_id"]: (r["_kafka_partition"], r["_kafka_offset"], r["day"].isoformat())
-        for r in rows.collect()
-    }
-    assert got == truth.events
 
 
 def test_offsets_name_the_first_gap_and_are_counted_across_overlaps():

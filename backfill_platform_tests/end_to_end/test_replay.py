@@ -28,6 +28,7 @@ from backfill_platform.pipeline.replay.source import Event
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.moto import aws_environment
+from backfill_platform_tests.support.processes import wait_until
 from backfill_platform_tests.support.session import START
 
 BACKFILL, LIVE, UNDECLARED = "playback-backfill", "playback-events", "playback-undeclared"
@@ -158,14 +159,22 @@ def test_killed_replay_resumes_with_at_most_one_batch_again(streams, moto, tmp_p
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+
+    def killed_after_a_batch() -> bool:
+        """Kill the replay once its checkpoint records a batch delivered; true then, or if it ended first
+        (the assertion below shows why)."""
+        if process.poll() is not None:
+            return True
+        state = checkpoints.load(checkpoint) if checkpoint.exists() else None
+        if state is not None and state.delivered >= rate:
+            process.send_signal(signal.SIGKILL)
+            return True
+        return False
+
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            state = checkpoints.load(checkpoint) if checkpoint.exists() else None
-            if state is not None and state.delivered >= rate:
-                process.send_signal(signal.SIGKILL)
-                break
-            time.sleep(0.02)
+        wait_until(
+            killed_after_a_batch, timeout=60, every=0.02, what=f"a checkpoint with {rate} records delivered"
+        )
         process.wait(timeout=30)
     finally:
         if process.poll() is None:

@@ -14,8 +14,6 @@ import json
 import shutil
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -45,7 +43,7 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.moto import MotoServer, aws_environment
+from backfill_platform_tests.support.moto import MotoServer, aws
 from backfill_platform_tests.support.session import START, range_tags
 
 BUCKET = "firehose-archive"
@@ -66,30 +64,6 @@ def views_spec(name: str, stream: str) -> DatasetSpec:
     raw = builtin_spec_data("views_per_title")
     raw["name"], raw["source_stream"] = name, stream
     return DatasetSpec.model_validate(raw)
-
-
-@contextmanager
-def executor_environment(spark, env: dict[str, str]) -> Iterator[None]:
-    """Give Spark's Python workers these variables (as `spark.executorEnv.*` does on a cluster): the
-    session's workers were started before the test set them in the driver's environment."""
-    environment = spark.sparkContext.environment
-    saved = {name: environment.get(name) for name in env}
-    environment.update(env)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                environment.pop(name, None)
-            else:
-                environment[name] = value
-
-
-@contextmanager
-def aws(moto: MotoServer, spark, **override: str) -> Iterator[None]:
-    """Driver and executors talk to moto through boto3's standard environment (`override`: other keys)."""
-    with aws_environment(moto, **override) as env, executor_environment(spark, env):
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,12 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS
+from backfill_platform_tests.support.datasets import production
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 from backfill_platform_tests.support.streams import write_stream_copy
 
 STREAM, DATASET = "playback_sweep", "views_sweep"
-PRODUCTION = f"lake.prod.{DATASET}"
+PRODUCTION = production(DATASET).table
 DAYS = ["2026-10-01", "2026-10-02", "2026-10-03"]
 VIEWS_DAY, VIEWERS_DAY = "2026-10-02", "2026-10-03"
 

@@ -31,7 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -41,7 +41,8 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_START
 from backfill_platform.pipeline.run_tags import RUN_ID
-from backfill_platform_tests.support.processes import free_port, stop
+from backfill_platform_tests.support.datasets import production
+from backfill_platform_tests.support.processes import free_port, stop, wait_until
 from backfill_platform_tests.support.session import REPO_ROOT, START
 from backfill_platform_tests.support.streams import write_stream_specs
 
@@ -56,7 +57,7 @@ DATASET = "plays_per_title"
 ARCHIVE_BUCKET = "team-archive"
 EVENTS = f"raw.{STREAM}_events"
 SHADOW = f"shadow.{DATASET}__v2"
-PRODUCTION = f"prod.{DATASET}"
+PRODUCTION = production(DATASET).identifier
 SELECTION = f"raw/{STREAM}_events,shadow/{DATASET}__v2,prod/{DATASET}_production"
 CLI_TIMEOUT_SECONDS = 600
 CLI = Path(sys.executable).with_name("backfill-platform")
@@ -207,21 +208,24 @@ def spark_env(node_env: dict[str, str]) -> dict[str, str]:
     }
 
 
-def wait_for(predicate, what: str, processes: list[subprocess.Popen], logs: list[Path]) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
+def wait_for(
+    predicate: Callable[[], object], what: str, processes: list[subprocess.Popen], logs: list[Path]
+) -> None:
+    """Until `predicate` holds (an unreachable daemon counts as not yet); fails at once if a daemon exited."""
+
+    def tails() -> str:
+        return "\n".join(log.read_text(errors="replace")[-3000:] for log in logs if log.exists())
+
+    def ready() -> bool:
         for process in processes:
             if process.poll() is not None:
-                tails = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs if log.exists())
-                pytest.fail(f"{what}: a Spark daemon exited with {process.returncode}\n{tails}")
+                pytest.fail(f"{what}: a Spark daemon exited with {process.returncode}\n{tails()}")
         try:
-            if predicate():
-                return
+            return bool(predicate())
         except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
-            pass
-        time.sleep(1)
-    tails = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs if log.exists())
-    pytest.fail(f"{what}: not ready after {STARTUP_TIMEOUT_SECONDS}s\n{tails}")
+            return False
+
+    wait_until(ready, timeout=STARTUP_TIMEOUT_SECONDS, every=1, what=lambda: f"{what} ready\n{tails()}")
 
 
 @pytest.fixture(scope="module")
@@ -510,14 +514,20 @@ def first_snapshot(table) -> int:
 def test_the_work_ran_on_the_cluster(team_backfill: TeamBackfill, spark_cluster: SparkCluster):
     # The master moves an application to `completedapps` some time after its driver has gone (seconds on a
     # busy machine): poll for it rather than read once.
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while True:
+    state: dict = {}
+
+    def completed() -> tuple[list[dict], list[dict]] | None:
+        nonlocal state
         state = spark_cluster.state()
         apps = [app for app in state.get("completedapps", []) if app.get("name") == "backfill_platform"]
         active = [app for app in state.get("activeapps", []) if app.get("name") == "backfill_platform"]
-        if (apps and not active) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return (apps, active) if apps and not active else None
+
+    apps, active = wait_until(
+        completed,
+        timeout=STARTUP_TIMEOUT_SECONDS,
+        what=lambda: f"the applications completed, none active: {json.dumps(state)[:2000]}",
+    )
     assert apps and not active, json.dumps(state)[:2000]
     assert all(app.get("state") == "FINISHED" for app in apps), apps
     # Executors ran in the worker: each application has its folder (executor logs) in the work dir.

@@ -17,7 +17,6 @@ stream) and the screenshots are kept in the test's temporary folder.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +35,8 @@ from backfill_platform_tests.support.dagster_dev import (
     metadata_values,
     wait_for_backfill,
 )
+from backfill_platform_tests.support.datasets import production
+from backfill_platform_tests.support.processes import wait_until
 
 pytestmark = pytest.mark.other_writers
 
@@ -44,10 +45,10 @@ D2, D3, D4 = DAYS
 MISSING_HOURS = "2026-10-03 05:00 to 05:59"
 GAP_EVENTS = ["raw", f"{GAP_STREAM}_events"]
 GAP_SHADOW = ["shadow", f"{GAP_DATASET}__v2"]
-GAP_PRODUCTION = ["prod", f"{GAP_DATASET}_production"]
+GAP_PRODUCTION = production(GAP_DATASET).path
 EVENTS = ["raw", "playback_events"]
 SHADOW = ["shadow", "views_per_title__v2"]
-PRODUCTION = ["prod", "views_per_title_production"]
+PRODUCTION = production("views_per_title").path
 EVENTS_CHECKS = ["quarantine_ratio", "reconciliation", "records_present", "schema", "settled"]
 SHADOW_CHECKS = [
     "checksums_per_bucket",
@@ -252,16 +253,23 @@ def shown_as(label: str, name: str) -> bool:
 
 def graph_nodes(page, names: list[str], timeout_s: float = 60) -> dict[str, str]:
     """Name -> style of the asset graph's node of each of `names`, once every one is drawn with its status."""
-    deadline = time.monotonic() + timeout_s
+    labels: list = []
     found: dict[str, str] = {}
-    while time.monotonic() < deadline:
+
+    def drawn() -> dict[str, str] | None:
+        nonlocal labels, found
         labels = page.evaluate(GRAPH_NODES_JS)
         found = {name: style for name in names for label, style in labels if shown_as(label, name)}
         # Until every node is drawn with its status (drawn first in a neutral 'light' colour).
         if len(found) == len(names) and not any("background-light" in style for style in found.values()):
             return found
-        page.wait_for_timeout(500)
-    pytest.fail(f"asset graph nodes missing: {sorted(set(names) - set(found))}; shown: {labels}")
+        return None
+
+    return wait_until(
+        drawn,
+        timeout=timeout_s,
+        what=lambda: f"asset graph nodes missing: {sorted(set(names) - set(found))}; shown: {labels}",
+    )
 
 
 def node_pattern(label: str, checks: str, partitions: str) -> str:
@@ -271,15 +279,18 @@ def node_pattern(label: str, checks: str, partitions: str) -> str:
 
 def wait_for_text(page, *patterns: str, timeout_s: float = 60) -> str:
     """The page's text once every regex (multiline) is found in it; fails naming those never shown."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    text = ""
+    missing: list[str] = []
+
+    def shown() -> str | None:
+        nonlocal text, missing
         text = page.inner_text("body")
         missing = [p for p in patterns if not re.search(p, text, re.MULTILINE)]
-        if not missing:
-            return text
-        if time.monotonic() > deadline:
-            pytest.fail(f"{page.url} never showed {missing}:\n{text[:6000]}")
-        page.wait_for_timeout(500)
+        return None if missing else text
+
+    return wait_until(
+        shown, timeout=timeout_s, what=lambda: f"{page.url} never showed {missing}:\n{text[:6000]}"
+    )
 
 
 def test_the_ui_shows_each_day_of_a_range_backfill(

@@ -1,15 +1,19 @@
-"""The demo dataset under a test's own name (its own shadow and production tables), and its runs."""
+"""The demo dataset under a test's own name (its own shadow and production tables), and its runs; what a
+dataset's production is named (`production`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import yaml
-from dagster import materialize
+from dagster import AssetKey, materialize
 
+from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.lakehouse.tables import PROD_NAMESPACE
+from backfill_platform.pipeline.promotion.assets import build_production_asset, production_key
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.pipeline.validation.checksums import checksum
@@ -30,6 +34,32 @@ def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, *
         raw["versions"][version] = {"transform": f"{TRANSFORMS}:{function}"}
     raw.update(changes)
     return DatasetSpec.model_validate(raw)
+
+
+@dataclass(frozen=True)
+class ProductionNames:
+    """A dataset's production as the platform names it: its asset and its table."""
+
+    key: AssetKey  # `prod/<dataset>_production`
+    table: str  # `lake.prod.<dataset>`: the table in the tests' Spark sessions (the default catalog)
+
+    @property
+    def path(self) -> list[str]:
+        """The asset key's path, as GraphQL takes it (`assetKey: {path: [...]}`) and the UI shows it."""
+        return list(self.key.path)
+
+    @property
+    def identifier(self) -> str:
+        """The table as a client of the catalog itself names it (PyIceberg, DuckDB): `prod.<dataset>`."""
+        return self.table.split(".", 1)[1]
+
+
+def production(name: str) -> ProductionNames:
+    """The names of dataset `name`'s production, from the platform's own naming (`production_key`,
+    the production namespace): a test's module constants agree with what the platform writes and shows."""
+    # The tests' Spark sessions name their catalog with the platform's default name.
+    table = f"{settings.DEFAULT_CATALOG_NAME}.{PROD_NAMESPACE}.{name}"
+    return ProductionNames(key=production_key(dataset(name)), table=table)
 
 
 def write_dataset_spec(folder: Path, name: str) -> Path:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from backfill_platform_tests.support.processes import wait_until
+
+# Topic creation and deletion are asynchronous in the broker: how long a topic may take to appear or go.
+TOPIC_TIMEOUT_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -25,10 +29,20 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if name in admin.list_topics(timeout=10).topics:
         admin.delete_topics([name])[name].result(30)
-        _until(lambda: name not in admin.list_topics(timeout=10).topics, f"{name} deleted")
+        wait_until(
+            lambda: name not in admin.list_topics(timeout=10).topics,
+            timeout=TOPIC_TIMEOUT_SECONDS,
+            every=0.1,
+            what=f"{name} deleted",
+        )
     config = {"retention.ms": "-1"}
     admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(30)
-    _until(lambda: len(admin.list_topics(name, timeout=10).topics[name].partitions) == partitions, name)
+    wait_until(
+        lambda: len(admin.list_topics(name, timeout=10).topics[name].partitions) == partitions,
+        timeout=TOPIC_TIMEOUT_SECONDS,
+        every=0.1,
+        what=f"{name} created with {partitions} partitions",
+    )
 
 
 def read_topic(bootstrap: str, topic: str, committed: bool = True, timeout: float = 60) -> list[Record]:
@@ -49,15 +63,16 @@ def read_topic(bootstrap: str, topic: str, committed: bool = True, timeout: floa
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         open_partitions = set(partitions)
-        deadline = time.monotonic() + timeout
-        while open_partitions and time.monotonic() < deadline:
+
+        def read_to_the_end() -> bool:
+            """Read one message (or an end of partition); whether every partition is now read to its end."""
             message = consumer.poll(0.5)
             if message is None:
-                continue
+                return not open_partitions
             if message.error():
                 if message.error().code() == KafkaError._PARTITION_EOF:
                     open_partitions.discard(message.partition())
-                    continue
+                    return not open_partitions
                 raise RuntimeError(message.error().str())
             headers = {k: v.decode() for k, v in message.headers() or []}
             records.append(
@@ -69,15 +84,18 @@ def read_topic(bootstrap: str, topic: str, committed: bool = True, timeout: floa
                     headers,
                 )
             )
+            return False
+
+        # The consumer's poll waits for a message itself: no pause between reads.
+        wait_until(
+            read_to_the_end,
+            timeout=timeout,
+            every=0,
+            what=lambda: (
+                f"every partition of {topic} read to its end (still open: {sorted(open_partitions)})"
+            ),
+        )
         assert not open_partitions, f"partitions {open_partitions} of {topic} not read to their end"
     finally:
         consumer.close()
     return records
-
-
-def _until(condition, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.1)

@@ -7,6 +7,10 @@ PyIceberg, `start_landing_sink` creates the control topic and the connector and 
 `produce_json` writes the records, and `wait_for_rows` polls the table until the sink has committed them,
 returning its snapshots.
 
+What a Kafka Connect archive's ingestion is judged by, whichever writer landed it (the S3 sink's files or
+Iceberg's sink's table): `settled_by_day` (each day's `settled` verdict) and `assert_events_are_the_truth`
+(every event kept, with its Kafka partition, offset and day).
+
 The landing table: `payload string` (a JSON object the producer sent under `payload` lands as its JSON text,
 a JSON string as that string) and the four `_kafka_metadata_*` columns, the timestamp a `timestamptz` (the
 sink converts the record's epoch milliseconds), partitioned by `hour(_kafka_metadata_timestamp)`.
@@ -16,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,15 +28,22 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from dagster import AssetCheckEvaluation, ExecuteInProcessResult
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 # The landing table in the sink's shape, as a team pre-creates it: the simulated sink's, one definition.
 from backfill_platform.devtools.generator.iceberg_landing import (  # noqa: F401 - re-exported
     create_landing_table,
     landing_schema,
 )
+from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth
 from backfill_platform.devtools.kafka_connect.iceberg_sink import control_topic_for, iceberg_sink_config
 from backfill_platform.devtools.kafka_connect.worker import ConnectWorker, connect_worker
+from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.moto import MotoServer
+from backfill_platform_tests.support.processes import wait_until
 
 
 @dataclass(frozen=True)
@@ -133,10 +143,12 @@ def ensure_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
 
 
 def wait_until_running(worker: ConnectWorker, name: str, timeout: float = 60) -> dict[str, Any]:
-    """The connector's status once it and every task run; raises with the first failed task's trace."""
-    deadline = time.monotonic() + timeout
+    """The connector's status once it and every task run; raises with the first failed task's trace, and
+    fails the test if they do not run within `timeout` seconds."""
     status: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+
+    def running() -> dict[str, Any] | None:
+        nonlocal status
         try:
             status = worker.status(name)
         except RuntimeError:  # 404 until the worker has created the connector
@@ -145,10 +157,14 @@ def wait_until_running(worker: ConnectWorker, name: str, timeout: float = 60) ->
         states = [status.get("connector", {}).get("state")] + [
             task["state"] for task in status.get("tasks", [])
         ]
-        if len(states) > 1 and set(states) == {"RUNNING"}:
-            return status
-        time.sleep(0.2)
-    raise TimeoutError(f"connector {name} not running within {timeout} s: {status}; log {worker.log_path}")
+        return status if len(states) > 1 and set(states) == {"RUNNING"} else None
+
+    return wait_until(
+        running,
+        timeout=timeout,
+        every=0.2,
+        what=lambda: f"connector {name} running: {status}; log {worker.log_path}",
+    )
 
 
 def raise_if_failed(status: Mapping[str, Any], worker: ConnectWorker) -> None:
@@ -192,19 +208,23 @@ def wait_for_rows(
     catalog: Any, table: str, n: int, timeout: float = 60, worker: ConnectWorker | None = None
 ) -> list[CommittedSnapshot]:
     """Poll the table until it holds exactly `n` rows (counted by a scan of its current snapshot); returns
-    its snapshots, oldest first. Raises if it holds more (a record landed twice) or still fewer at the
-    deadline; with `worker`, also as soon as one of its connectors' tasks failed (naming its trace)."""
+    its snapshots, oldest first. Raises if it holds more (a record landed twice), fails the test if it
+    still holds fewer at the deadline; with `worker`, raises as soon as one of its connectors' tasks failed
+    (naming its trace)."""
     from pyiceberg.exceptions import NoSuchTableError
 
-    deadline = time.monotonic() + timeout
-    while True:
+    loaded: Any = None
+    rows = 0
+
+    def holds_n_rows() -> Any:
+        nonlocal loaded, rows
         try:
             loaded = catalog.load_table(table)
         except NoSuchTableError:  # a table the sink creates from its first records
             loaded = None
         rows = loaded.scan().count() if loaded is not None and loaded.current_snapshot() else 0
         if loaded is not None and rows == n:
-            return snapshots(loaded)
+            return loaded
         if loaded is not None and rows > n:
             raise AssertionError(
                 f"{table} holds {rows} rows, more than the {n} produced: {snapshots(loaded)}"
@@ -212,13 +232,16 @@ def wait_for_rows(
         if worker is not None:
             for name in worker.connectors():
                 raise_if_failed(worker.status(name), worker)
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"{table} holds {rows} of {n} rows after {timeout} s "
-                f"({len(loaded.snapshots()) if loaded is not None else 'no table, 0'} snapshots)"
-                + (f"; log {worker.log_path}" if worker is not None else "")
-            )
-        time.sleep(0.5)
+        return None
+
+    def state() -> str:
+        return (
+            f"{table} holding {n} rows: it holds {rows} "
+            f"({len(loaded.snapshots()) if loaded is not None else 'no table, 0'} snapshots)"
+            + (f"; log {worker.log_path}" if worker is not None else "")
+        )
+
+    return snapshots(wait_until(holds_n_rows, timeout=timeout, every=0.5, what=state))
 
 
 def snapshots(table: Any) -> list[CommittedSnapshot]:
@@ -233,3 +256,24 @@ def snapshots(table: Any) -> list[CommittedSnapshot]:
         )
         for snapshot in sorted(table.snapshots(), key=lambda s: (s.sequence_number, s.timestamp_ms))
     ]
+
+
+# --- judging what the platform ingested from a Kafka Connect archive ------------------------------------
+
+
+def settled_by_day(result: ExecuteInProcessResult) -> dict[str, AssetCheckEvaluation]:
+    """The run's `settled` verdicts by day (partition)."""
+    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
+
+
+def assert_events_are_the_truth(spark: SparkSession, spec: StreamSpec, truth: KafkaConnectTruth) -> None:
+    """The stream's events table holds exactly the truth's events, each with its Kafka partition, offset
+    and event day."""
+    rows = spark.table(events_table(spark, spec)).select(
+        "event_id", "_kafka_partition", "_kafka_offset", F.to_date("event_time").alias("day")
+    )
+    got = {
+        r["event_id"]: (r["_kafka_partition"], r["_kafka_offset"], r["day"].isoformat())
+        for r in rows.collect()
+    }
+    assert got == truth.events

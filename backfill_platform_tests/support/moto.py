@@ -2,23 +2,27 @@
 
 Tests talk to it exactly as a deployment talks to AWS: boto3 (and `dagster_aws`) with
 `AWS_ENDPOINT_URL` pointing at it, dummy credentials, one region. Spark's Python workers inherit the
-environment, so code running inside tasks reaches the same endpoint.
+environment, so code running inside tasks reaches the same endpoint: `aws` sets it for the driver and for
+the workers of a session already started (`executor_environment`).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from backfill_platform_tests.support.processes import free_port
+from backfill_platform_tests.support.processes import free_port, wait_until
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 REGION = "us-east-1"
 
@@ -73,18 +77,25 @@ def moto_server(log_dir: Path, timeout_s: float = 60.0) -> Iterator[MotoServer]:
         [str(executable), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
     )
     url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(f"{url}/moto-api/", timeout=2).read()
+            return True
+        except OSError:
+            if process.poll() is not None:
+                pytest.fail(
+                    f"moto_server exited with {process.returncode}; see {log_dir / 'moto_server.log'}"
+                )
+            return False
+
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/moto-api/", timeout=2).read()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"moto_server did not start; see {log_dir / 'moto_server.log'}"
-                    ) from None
-                time.sleep(0.1)
+        wait_until(
+            answers,
+            timeout=timeout_s,
+            every=0.1,
+            what=f"moto_server answering on {url}; see {log_dir / 'moto_server.log'}",
+        )
         yield MotoServer(endpoint_url=url, region=REGION)
     finally:
         process.terminate()
@@ -104,3 +115,27 @@ def aws_environment(server: MotoServer, **override: str) -> Iterator[dict[str, s
         for name, value in env.items():
             patch.setenv(name, value)
         yield env
+
+
+@contextmanager
+def executor_environment(spark: SparkSession, env: dict[str, str]) -> Iterator[None]:
+    """Give Spark's Python workers these variables (as `spark.executorEnv.*` does on a cluster): the
+    session's workers were started before the test set them in the driver's environment."""
+    environment = spark.sparkContext.environment
+    saved = {name: environment.get(name) for name in env}
+    environment.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
+
+
+@contextmanager
+def aws(moto: MotoServer, spark: SparkSession, **override: str) -> Iterator[None]:
+    """Driver and executors talk to moto through boto3's standard environment (`override`: other keys)."""
+    with aws_environment(moto, **override) as env, executor_environment(spark, env):
+        yield

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from dagster import AssetKey, BackfillPolicy
 
 from backfill_platform.definitions import defs
-
-pytestmark = pytest.mark.unit
 
 
 def test_definitions_load_with_archive_to_events_lineage(data_dir):

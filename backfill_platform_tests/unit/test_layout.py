@@ -12,12 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import dagster
-import pytest
 
 import backfill_platform
 from backfill_platform import dagster_internals
-
-pytestmark = pytest.mark.unit
 
 PACKAGE = Path(backfill_platform.__file__).parent
 REPO_ROOT = PACKAGE.parent

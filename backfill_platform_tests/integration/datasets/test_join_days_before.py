@@ -37,13 +37,13 @@ from backfill_platform.pipeline.run_tags import (
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
-from backfill_platform_tests.support.datasets import write_join_spec
+from backfill_platform_tests.support.datasets import production, write_join_spec
 from backfill_platform_tests.support.lakehouse import write_dagster_home
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_before", "impressions_before", "attributed_before"
 BEFORE, DAYS, END = "2026-10-01", ["2026-10-02", "2026-10-03"], "2026-10-04"
 IMPRESSIONS_EVENTS = AssetKey(["raw", f"{IMPRESSIONS}_events"])
-PRODUCTION = f"lake.prod.{DATASET}"
+PRODUCTION = production(DATASET).table
 FIRST_REASON, SECOND_REASON = "days before, first", "days before, again"
 # A join with lookback, on every Spark line (`make test-other-spark`).
 pytestmark = pytest.mark.both_spark_lines

@@ -1,4 +1,6 @@
-"""'Validated' means complete and current: unsettled or gapped days are blocked, stale validations refused.
+"""'Validated' means complete and current: unsettled or gapped days are blocked, stale validations refused,
+through Dagster on real tables. The rule of 'settled' itself, no Spark:
+unit/events/test_completeness_rule.py.
 
 Each test works on its own copy of the generated archive under its own stream name, so what it breaks
 (a removed hour, a late file, an early clock) stays out of every other test's tables.
@@ -9,71 +11,24 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from datetime import date, datetime, timedelta
 
-import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import read_at, snapshot_summary, table_exists
-from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.completeness import completeness, day_horizon, required_hours
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, ledger
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
-from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.support.datasets import dataset, failed_checks, prod_state, run
-from backfill_platform_tests.support.session import START
+from backfill_platform_tests.support.days import D2, D3, D4, utc
 from backfill_platform_tests.support.streams import stream_copy
-
-D2, D3, D4 = (START + timedelta(days=i) for i in (1, 2, 3))
-
-
-def utc(day: date, hour: int = 0) -> datetime:
-    return midnight(day) + hour * HOUR
 
 
 def settled_by_day(result) -> dict:
     return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
-
-
-# --- the rule itself ---------------------------------------------------------------------------------
-
-
-@pytest.mark.unit
-def test_a_day_settles_at_its_end_plus_lateness_plus_one_hour(playback):
-    # playback: 8 h lateness, 15 min clock skew.
-    assert day_horizon(playback, D2) == utc(D3, 9)
-    hours = required_hours(playback, D2)
-    assert hours[0] == utc(START, 22) and hours[-1] == utc(D3, 8) and len(hours) == 35
-    # Nothing was archived before the stream's first day: those hours are not required.
-    assert required_hours(playback, START)[0] == utc(START)
-
-
-@pytest.mark.unit
-def test_missing_and_pending_hours_are_named(playback):
-    files = [
-        ArchiveFile(path="", name="", ingestion_hour=h, size=1, modified_ns=0)
-        for h in required_hours(playback, D2) + required_hours(playback, D3)
-        if h != utc(D3, 5)
-    ]
-    status = completeness(playback, files, [D2.isoformat(), D3.isoformat()], now=utc(D3, 12))
-    assert status[D2.isoformat()].missing_hours == [utc(D3, 5)]
-    assert not status[D2.isoformat()].settled
-    assert "2026-10-03 05:00 to 05:59" in status[D2.isoformat()].problem()
-    # D3 is not due yet: its later hours are pending, not missing, and it says when it settles.
-    d3 = status[D3.isoformat()]
-    assert not d3.horizon_passed and d3.missing_hours == [utc(D3, 5)]
-    assert d3.pending_hours[0] == utc(D3, 12)  # the hour 11:00 closed at noon
-    assert "settles at 2026-10-04 09:00 UTC" in d3.problem()
-    relaxed = playback.model_copy(update={"allow_empty_hours": True})
-    assert completeness(relaxed, files, [D2.isoformat()], now=utc(D3, 12))[D2.isoformat()].settled
-
-
-# --- through Dagster, on real tables ------------------------------------------------------------------
 
 
 def test_a_missing_hour_blocks_exactly_the_days_that_read_it(

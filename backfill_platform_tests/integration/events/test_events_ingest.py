@@ -5,11 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from dagster import AssetKey
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.archive.stream_archive import archive_for
-from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
 from backfill_platform.pipeline.validation.checksums import checksum
 from backfill_platform.specs.durations import DAY, midnight
@@ -132,8 +130,3 @@ def test_pyiceberg_reads_what_spark_wrote(materialized, catalog, spark, playback
         .select("event_id")
         .collect()
     }
-
-
-@pytest.mark.unit
-def test_events_key_mirrors_table(playback):
-    assert events_key(playback) == AssetKey(["raw", "playback_events"])

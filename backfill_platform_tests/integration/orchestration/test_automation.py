@@ -7,25 +7,16 @@ and check evaluations to an ephemeral instance, tick by tick.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from dagster import (
-    AssetCheckEvaluation,
     AssetKey,
-    AssetMaterialization,
-    AssetObservation,
-    AssetRecordsFilter,
     DagsterInstance,
     DailyPartitionsDefinition,
     HourlyPartitionsDefinition,
     build_sensor_context,
-    evaluate_automation_conditions,
 )
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from dagster._core.definitions.sensor_definition import SensorType
 from pydantic import ValidationError
 
@@ -37,13 +28,15 @@ from backfill_platform.pipeline.partitions import event_partitions, ingestion_pa
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.loader import SpecSet
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.support.automation import Ticks, day_keys
+from backfill_platform_tests.support.datasets import production
 
 ARCHIVE = AssetKey(["archive", "playback_archive"])
 EVENTS = AssetKey(["raw", "playback_events"])
 SHADOW_V1 = AssetKey(["shadow", "views_per_title__v1"])
 SHADOW = AssetKey(["shadow", "views_per_title__v2"])  # active_version: v2
-PRODUCTION = AssetKey(["prod", "views_per_title_production"])
-WATCHED = (ARCHIVE, EVENTS, SHADOW_V1, SHADOW, PRODUCTION)
+PRODUCTION = production("views_per_title").key
+WATCHED = (ARCHIVE, EVENTS, SHADOW_V1, SHADOW, PRODUCTION)  # what a tick reports
 
 # The playback spec's own setting, a long lateness with a large skew, and a lateness that is not whole hours.
 SETTINGS = {
@@ -82,11 +75,6 @@ def read_hours(stream: StreamSpec, day: str) -> set[str]:
 
 def settles_at(stream: StreamSpec, day: str) -> datetime:
     return midnight(day) + DAY + stream.allowed_lateness + HOUR
-
-
-def day_keys(first: str, last: str) -> list[str]:
-    start, end = date.fromisoformat(first), date.fromisoformat(last)
-    return [(start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -224,78 +212,13 @@ def test_spec_refresh_fields_are_validated(specs):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Ticks
-
-
-class Ticks:
-    """An ephemeral instance and the cursor carried from one evaluation to the next."""
-
-    def __init__(self, definitions):
-        self.definitions = definitions
-        self.graph = definitions.resolve_asset_graph()
-        self.instance = DagsterInstance.ephemeral()
-        self.cursor = None
-
-    def at(self, when: datetime) -> dict[AssetKey, set[str]]:
-        result = evaluate_automation_conditions(
-            defs=self.definitions, instance=self.instance, cursor=self.cursor, evaluation_time=when
-        )
-        self.cursor = result.cursor
-        return {
-            key: set(result.get_requested_partitions(key)) for key in WATCHED if result.get_num_requested(key)
-        }
-
-    def materialize(
-        self, key: AssetKey, days: list[str], checks_pass: bool | None = True, failed_days_kept: bool = True
-    ) -> None:
-        """What a run of `days` reports: each day's materialization, then its blocking-check verdicts.
-
-        checks_pass None: no verdicts at all. False: `reconciliation` fails (the others pass), and the
-        day is still materialized if `failed_days_kept` (the `per_day` policy), otherwise not (the default
-        all-or-nothing policy holds failed days back). Runless events: one verdict per check and day.
-        """
-        checks = [
-            (check, self.graph.get_check_spec(check).partitions_def is not None)
-            for check in sorted(k for k in self.graph.asset_check_keys if k.asset_key == key)
-            if self.graph.get_check_spec(check).blocking
-        ]
-        for day in days:
-            if checks_pass is not False or failed_days_kept:
-                self.instance.report_runless_asset_event(AssetMaterialization(asset_key=key, partition=day))
-            if checks_pass is None:
-                continue
-            latest = self.instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1
-            ).records
-            # A check judges the materialization it ran after (what a real run records).
-            target = (
-                AssetCheckEvaluationTargetMaterializationData(
-                    storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
-                )
-                if latest
-                else None
-            )
-            for check, partitioned in checks:
-                self.instance.report_runless_asset_event(
-                    AssetCheckEvaluation(
-                        asset_key=key,
-                        check_name=check.name,
-                        passed=checks_pass or check.name != "reconciliation",
-                        partition=day if partitioned else None,
-                        target_materialization_data=target,
-                    )
-                )
-
-    def observe(self, hour: str, version: str) -> None:
-        self.instance.report_runless_asset_event(
-            AssetObservation(asset_key=ARCHIVE, partition=hour, tags={DATA_VERSION_TAG: version})
-        )
+# Tick by tick (`support.automation.Ticks`: runs simulated by reported events)
 
 
 @pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
 def test_a_new_settled_day_requests_events_then_shadow_then_production(specs, changes):
     definitions, stream = definitions_with(specs, changes)
-    ticks = Ticks(definitions)
+    ticks = Ticks(definitions, WATCHED)
     history = day_keys("2026-10-01", "2026-10-08")
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, history, checks_pass=None)  # no check verdicts yet
@@ -321,12 +244,12 @@ def test_a_day_whose_checks_passed_is_refreshed_as_one_run(specs):
     that day passed before: a late file re-runs events, shadow and production of a day in one run (whose
     blocking checks stop it inside the run). A new day has no verdict yet: its chain runs step by step."""
     definitions, stream = definitions_with(specs, {})
-    ticks = Ticks(definitions)
+    ticks = Ticks(definitions, WATCHED)
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, day_keys("2026-10-01", "2026-10-09"))  # with passing verdicts
     now = settles_at(stream, "2026-10-09") + timedelta(minutes=10)
     assert ticks.at(now) == {}
-    ticks.observe("2026-10-08-05:00", "late")
+    ticks.observe(ARCHIVE, "2026-10-08-05:00", "late")
     affected = {"2026-10-07", "2026-10-08"}
     assert ticks.at(now + timedelta(minutes=1)) == {EVENTS: affected, SHADOW: affected, PRODUCTION: affected}
 
@@ -334,7 +257,7 @@ def test_a_day_whose_checks_passed_is_refreshed_as_one_run(specs):
 @pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
 def test_an_unsettled_day_requests_nothing_until_its_horizon_passes(specs, changes):
     definitions, stream = definitions_with(specs, changes)
-    ticks = Ticks(definitions)
+    ticks = Ticks(definitions, WATCHED)
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, day_keys("2026-10-01", "2026-10-08"))
     day = "2026-10-09"
@@ -368,20 +291,20 @@ LATE_HOURS = {
 @pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
 def test_a_late_file_requests_exactly_the_affected_event_days(specs, changes, late_hour):
     definitions, stream = definitions_with(specs, changes)
-    ticks = Ticks(definitions)
+    ticks = Ticks(definitions, WATCHED)
     history = day_keys("2026-10-01", "2026-10-09")
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, history)
     archive_hours = [hour_key(h) for h in hours(midnight("2026-09-30"), midnight("2026-10-11"))]
     for hour in archive_hours:
-        ticks.observe(hour, "v1")
+        ticks.observe(ARCHIVE, hour, "v1")
     now = settles_at(stream, "2026-10-09") + timedelta(minutes=10)  # every materialized day has settled
     assert ticks.at(now) == {}
 
-    ticks.observe(late_hour, "v2")  # a file added to (or replaced in) one ingestion hour
+    ticks.observe(ARCHIVE, late_hour, "v2")  # a file added to (or replaced in) one ingestion hour
     for hour in archive_hours:  # the next observation: every other hour unchanged
         if hour != late_hour:
-            ticks.observe(hour, "v1")
+            ticks.observe(ARCHIVE, hour, "v1")
     requested = ticks.at(now + timedelta(minutes=5))
 
     horizon = {
@@ -410,7 +333,7 @@ FAILURES = {
 @pytest.mark.parametrize(("checks_pass", "failed_days_kept"), FAILURES.values(), ids=FAILURES.keys())
 def test_a_failed_blocking_check_on_the_events_stops_the_chain(specs, checks_pass, failed_days_kept):
     definitions, stream = definitions_with(specs, {})
-    ticks = Ticks(definitions)
+    ticks = Ticks(definitions, WATCHED)
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, day_keys("2026-10-01", "2026-10-08"))
     day = "2026-10-09"

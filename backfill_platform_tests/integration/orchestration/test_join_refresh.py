@@ -15,33 +15,23 @@ from dagster import AssetCheckEvaluation, AssetKey, AssetRecordsFilter
 from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.specs.durations import DAY, HOUR, midnight
-from backfill_platform_tests.integration.orchestration.test_automation import Ticks, day_keys
+from backfill_platform_tests.support.automation import Ticks, day_keys
+from backfill_platform_tests.support.datasets import production
 
 PLAYBACK = AssetKey(["raw", "playback_events"])
 IMPRESSIONS = AssetKey(["raw", "impressions_events"])
 SHADOW = AssetKey(["shadow", "attributed_plays__v2"])
-PRODUCTION = AssetKey(["prod", "attributed_plays_production"])
+PRODUCTION = production("attributed_plays").key
+WATCHED = (PLAYBACK, IMPRESSIONS, SHADOW, PRODUCTION)  # what a tick reports: the join's assets
 HISTORY = day_keys("2026-10-01", "2026-10-09")
 LATEST = HISTORY[-1]
 
 
-class JoinTicks(Ticks):
-    def at(self, when):  # the join's assets, not the playback-only ones `Ticks` watches
-        from dagster import evaluate_automation_conditions
-
-        result = evaluate_automation_conditions(
-            defs=self.definitions, instance=self.instance, cursor=self.cursor, evaluation_time=when
-        )
-        self.cursor = result.cursor
-        watched = (PLAYBACK, IMPRESSIONS, SHADOW, PRODUCTION)
-        return {k: set(result.get_requested_partitions(k)) for k in watched if result.get_num_requested(k)}
-
-
-def settled_refresh(specs, unjudged: dict[AssetKey, str]) -> tuple[JoinTicks, object]:
+def settled_refresh(specs, unjudged: dict[AssetKey, str]) -> tuple[Ticks, object]:
     """Every day of HISTORY materialized with passing verdicts (the events days of `unjudged` without: a
     runless verdict cannot be repeated, and the test re-derives those days), evaluated once after they
     all settled."""
-    ticks = JoinTicks(build_definitions(specs))
+    ticks = Ticks(build_definitions(specs), WATCHED)
     for key in (PLAYBACK, IMPRESSIONS, SHADOW, PRODUCTION):
         ticks.materialize(key, [d for d in HISTORY if unjudged.get(key) != d])
         if key in unjudged:
@@ -88,7 +78,7 @@ def test_a_day_re_derived_in_one_source_requests_exactly_the_join_days_reading_i
     assert ticks.at(now + timedelta(minutes=4)) == {SHADOW: {play_day}, PRODUCTION: {play_day}}
 
 
-def fail_settled(ticks: JoinTicks, key: AssetKey, day: str, passed: bool) -> None:
+def fail_settled(ticks: Ticks, key: AssetKey, day: str, passed: bool) -> None:
     """The events' blocking `settled` verdict of a day (the others pass), judging its latest materialization."""
     latest = ticks.instance.fetch_materializations(
         AssetRecordsFilter(asset_key=key, asset_partitions=[day]), limit=1
@@ -113,7 +103,7 @@ def test_a_join_day_waits_for_every_source_day_it_reads(specs, impressions_pass)
     """Aligned completeness: a day whose impressions (or the day before's, read by its lookback) failed
     their blocking checks is not requested, however settled its playback is."""
     day, next_day = "2026-10-07", "2026-10-08"
-    ticks = JoinTicks(build_definitions(specs))
+    ticks = Ticks(build_definitions(specs), WATCHED)
     ticks.materialize(PLAYBACK, HISTORY)
     ticks.materialize(IMPRESSIONS, [d for d in HISTORY if d != day])
     # e.g. `settled` failed: a hole in the impressions archive (per_day policy: the day is kept, red)

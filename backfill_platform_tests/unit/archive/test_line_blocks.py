@@ -14,8 +14,6 @@ import pytest
 from backfill_platform.pipeline.archive.line_blocks import plain_line_blocks
 from backfill_platform.pipeline.archive.records import iter_lines
 
-pytestmark = pytest.mark.unit
-
 LIMIT = 100
 _RANDOM = random.Random(7)
 MANY = b"".join(b'{"i":%d,"s":"%s"}\n' % (i, b"q" * _RANDOM.randint(0, 60)) for i in range(3000))

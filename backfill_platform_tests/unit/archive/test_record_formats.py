@@ -16,8 +16,6 @@ import pytest
 from backfill_platform.pipeline.archive import records
 from backfill_platform.pipeline.archive.records import RecordFormat, iter_records
 
-pytestmark = pytest.mark.unit
-
 CONCATENATED = RecordFormat("json_concatenated", 4096)
 
 

@@ -18,8 +18,6 @@ from backfill_platform.components.registry import find_project, package_project,
 from backfill_platform.specs.loader import SpecError
 from backfill_platform_tests.support.specs import mutated, write_component, write_spec
 
-pytestmark = pytest.mark.unit
-
 
 def team_project(parent: Path, name: str, streams: list[str]) -> Path:
     """A project by `backfill-platform init`, with a Stream component per name (the demo's spec renamed)."""

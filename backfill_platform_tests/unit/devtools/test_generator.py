@@ -27,7 +27,6 @@ REASONS = (
     "clock_skew",
     "conflicting_duplicate",
 )
-pytestmark = pytest.mark.unit
 
 V1_KEYS = ["event_id", "event_time", "user_id", "title_id", "event_type", "position_sec", "device"]
 V2_KEYS = [

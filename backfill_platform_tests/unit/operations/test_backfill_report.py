@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import date
 
-import pytest
 from rich.console import Console
 
 from backfill_platform.components.registry import package_project, project_specs
@@ -17,8 +16,6 @@ from backfill_platform.operations.backfill import (
     report_table,
     throughput_line,
 )
-
-pytestmark = pytest.mark.unit
 
 DAYS = [date(2026, 10, 1), date(2026, 10, 2)]
 

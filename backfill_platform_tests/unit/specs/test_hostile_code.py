@@ -17,8 +17,6 @@ from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_ou
     write_yaml,
 )
 
-pytestmark = pytest.mark.unit
-
 # --- transforms come from the project ------------------------------------------------------------
 
 # Importing this module writes the sentinel: a probe that imported it would leave it behind.

@@ -1,12 +1,10 @@
 """Everything a spec names is checked at load: version markers, upcast targets, the dataset's source
-stream, its SQL rules against the events table, its transforms (also code beside the spec, run on
-Spark executors without PYTHONPATH)."""
+stream, its SQL rules against the events table, its transforms (also code beside the spec, loaded without
+PYTHONPATH; that they run on Spark's executors: integration/specs/test_spec_transforms.py)."""
 
 from __future__ import annotations
 
 import sys
-import textwrap
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,11 @@ import yaml
 from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, builtin_spec_data, load_specs
 from backfill_platform.specs.stream import events_columns
 from backfill_platform.specs.transforms import SYNTHETIC_PREFIX
+from backfill_platform_tests.support.spec_transforms import (
+    VERSIONS,
+    write_transforms,
+    write_transforms_beside_specs,
+)
 from backfill_platform_tests.support.specs import mutated, write_spec
 
 DATASET = builtin_spec_data("views_per_title")
@@ -40,7 +43,6 @@ def refused(folder: Path, failing: str, stream: dict | None = None, data: dict |
 # --- stream specs -----------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_a_mistyped_version_marker_matched_by_absence_is_refused(tmp_path):
     # Every record lacks `schema_verison`: all would be version 1, the v2 records misread.
     message = refused(tmp_path, "playback", stream=mutated(schema_versions__0__match__field="schema_verison"))
@@ -48,7 +50,6 @@ def test_a_mistyped_version_marker_matched_by_absence_is_refused(tmp_path):
     assert "every record would be version 1" in message and "'schema_version'" in message
 
 
-@pytest.mark.unit
 def test_a_mistyped_version_marker_matched_by_value_is_refused(tmp_path):
     # No record carries `schema_verison`: every version-2 line would be `unknown_schema_version`.
     message = refused(tmp_path, "playback", stream=mutated(schema_versions__1__match__field="schema_verison"))
@@ -56,7 +57,6 @@ def test_a_mistyped_version_marker_matched_by_value_is_refused(tmp_path):
     assert "did you mean 'schema_version'?" in message
 
 
-@pytest.mark.unit
 def test_a_version_marker_that_is_the_event_id_field_is_refused(tmp_path):
     message = refused(tmp_path, "playback", stream=mutated(schema_versions__1__match__field="event_id"))
     assert "field 'schema_versions[1].match.field': 'event_id' is the event id or time field" in message
@@ -84,7 +84,6 @@ DEVICE, COUNTRY = mutated()["schema_versions"][0]["upcast"]
         ),
     ],
 )
-@pytest.mark.unit
 def test_id_time_and_upcast_names_are_checked_against_the_versions(tmp_path, changes, named):
     message = refused(tmp_path, "playback", stream=mutated(**changes))
     assert named in message
@@ -93,7 +92,6 @@ def test_id_time_and_upcast_names_are_checked_against_the_versions(tmp_path, cha
 # --- dataset specs ------------------------------------------------------------------------------------
 
 
-@pytest.mark.unit
 def test_an_unknown_column_in_expected_rows_names_the_field_and_the_columns(tmp_path):
     rows = {"filter": "event_type IN ('start', 'stop')", "expression": "count(DISTINCT title)"}
     message = refused(tmp_path, "views", data=dataset(expected_rows=rows))
@@ -102,7 +100,6 @@ def test_an_unknown_column_in_expected_rows_names_the_field_and_the_columns(tmp_
     assert "'title_id', " in message and "'_ingestion_time']" in message
 
 
-@pytest.mark.unit
 def test_an_unknown_column_in_a_reconciliation_filter_names_its_index(tmp_path):
     rules = DATASET["reconciliation"]
     data = dataset(reconciliation=[rules[0], {**rules[1], "filter": "event_typ = 'stop' AND devic = 'tv'"}])
@@ -124,20 +121,17 @@ def test_an_unknown_column_in_a_reconciliation_filter_names_its_index(tmp_path):
         ),
     ],
 )
-@pytest.mark.unit
 def test_an_unparseable_or_non_expression_rule_is_refused(tmp_path, expression, reason):
     rules = [{**DATASET["reconciliation"][0], "expression": expression}, DATASET["reconciliation"][1]]
     message = refused(tmp_path, "views", data=dataset(reconciliation=rules))
     assert f"field 'reconciliation[0].expression': {expression!r} {reason}" in message
 
 
-@pytest.mark.unit
 def test_an_unknown_source_stream_names_the_dataset_file(tmp_path):
     message = refused(tmp_path, "views", data=dataset(source_stream="playbak"))
     assert "field 'source_stream': unknown stream 'playbak' (known: ['playback'])" in message
 
 
-@pytest.mark.unit
 def test_an_unknown_transform_names_the_version(tmp_path):
     versions = {"v2": {"transform": "views_beside:nothing_here"}}
     (tmp_path / "views_beside.py").write_text("def views(events):\n    return events\n")
@@ -146,7 +140,6 @@ def test_an_unknown_transform_names_the_version(tmp_path):
     assert "has no 'nothing_here'" in message
 
 
-@pytest.mark.unit
 def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
     rows = {
         "filter": "Event_Type = 'start' AND _line_number > 0",
@@ -159,7 +152,6 @@ def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
     )
 
 
-@pytest.mark.unit
 def test_the_built_in_specs_load_with_every_reference_resolved():
     specs = load_specs([BUILTIN_SPECS_DIR])
     views = specs.datasets["views_per_title"]
@@ -173,53 +165,10 @@ def test_the_built_in_specs_load_with_every_reference_resolved():
 
 # --- transforms beside the spec -------------------------------------------------------------------------
 
-TRANSFORM = textwrap.dedent(
-    '''
-    """A team's transform, next to its spec: a Python UDF calling a helper of this module."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
 
-    PREFIX = "{prefix}"
-
-
-    def label(title_id):
-        return PREFIX + title_id.upper()
-
-
-    def views(events):
-        return events.select(F.udf(label, StringType())("title_id").alias("label"))
-    '''
-)
-
-
-def write_transforms(folder: Path) -> None:
-    """The same transform three ways: a module beside the spec, a package, and a file in a subfolder."""
-    (folder / "team_views.py").write_text(TRANSFORM.format(prefix="module:"))
-    (folder / "team_pkg").mkdir()
-    (folder / "team_pkg" / "__init__.py").write_text("")
-    (folder / "team_pkg" / "helpers.py").write_text(TRANSFORM.format(prefix="package:"))
-    (folder / "team_pkg" / "views.py").write_text("from .helpers import views  # noqa: F401\n")
-    (folder / "code").mkdir()
-    (folder / "code" / "views.py").write_text(TRANSFORM.format(prefix="file:"))
-
-
-VERSIONS = {
-    "module": "team_views:views",
-    "package": "team_pkg.views:views",
-    "file": "code/views.py:views",
-}
-
-
-@pytest.mark.unit
 def test_transforms_beside_the_spec_load_without_pythonpath(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    write_transforms(tmp_path)
-    write_spec(tmp_path, "playback", mutated())
-    write_spec(
-        tmp_path,
-        "views",
-        dataset(versions={k: {"transform": v} for k, v in VERSIONS.items()}, active_version="file"),
-    )
+    write_transforms_beside_specs(tmp_path)
     spec = load_specs([tmp_path]).datasets["views_per_title"]
     for name in VERSIONS:
         function = spec.versions[name].load_transform()
@@ -238,21 +187,3 @@ def test_transforms_beside_the_spec_load_without_pythonpath(tmp_path, monkeypatc
     )
     theirs = load_specs([other]).datasets["views_per_title"].versions["v2"].load_transform()
     assert theirs.__module__ != again.__module__
-
-
-def test_a_transform_beside_the_spec_runs_its_python_udf_on_executors(tmp_path, spark):
-    write_transforms(tmp_path)
-    write_spec(tmp_path, "playback", mutated())
-    write_spec(
-        tmp_path,
-        "views",
-        dataset(versions={k: {"transform": v} for k, v in VERSIONS.items()}, active_version="file"),
-    )
-    spec = load_specs([tmp_path]).datasets["views_per_title"]
-    events = spark.createDataFrame(
-        [("e1", datetime(2026, 10, 1, 1), "t0001"), ("e2", datetime(2026, 10, 1, 2), "t0002")],
-        "event_id string, event_time timestamp, title_id string",
-    ).repartition(2)  # two tasks: the UDF is shipped to the Python workers, never imported there
-    for name in VERSIONS:
-        rows = spec.versions[name].load_transform()(events).collect()
-        assert sorted(row.label for row in rows) == [f"{name}:T0001", f"{name}:T0002"]

@@ -10,8 +10,6 @@ from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, load_sp
 from backfill_platform_tests.support.session import REPO_ROOT
 from backfill_platform_tests.support.specs import VALID, mutated, write_spec
 
-pytestmark = pytest.mark.unit
-
 
 def test_demo_spec_loads_with_its_versions():
     spec = load_specs([BUILTIN_SPECS_DIR]).streams["playback"]

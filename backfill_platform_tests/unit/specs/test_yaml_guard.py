@@ -1,0 +1,102 @@
+"""One YAML guard for both routes a spec takes (specs/yaml_guard.py and the spec loader; issue 30):
+duplicate keys, alias bombs, deep nesting, huge files, Python tags, bytes that are not UTF-8 and files that
+are not regular files are refused with the file and the line, by the loader and before Dagster parses a defs
+folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError
+from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_outside is an autouse fixture
+    nothing_outside,
+    write_yaml,
+)
+
+BOMB = "\n".join(
+    ['    a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    + [f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+)
+
+
+YAML_PROBES = {
+    "duplicate key": (
+        lambda d: write_yaml(d, "dup.yaml", "kind: stream\nname: a\nname: b\n"),
+        "line 3: key 'name' appears twice in one mapping (first on line 2)",
+    ),
+    "duplicate nested key": (
+        lambda d: write_yaml(
+            d, "c/defs.yaml", "type: backfill_platform.components.Stream\nattributes:\n  a: 1\n  a: 2\n"
+        ),
+        "line 4: key 'a' appears twice",
+    ),
+    "bomb in attributes": (
+        lambda d: write_yaml(
+            d, "b/defs.yaml", "type: backfill_platform.components.Stream\nattributes:\n" + BOMB + "\n"
+        ),
+        "YAML nodes (aliases expanded)",
+    ),
+    "deep nesting in attributes": (
+        lambda d: write_yaml(
+            d, "n/defs.yaml", "type: x\nattributes:\n  a: " + "[" * 100_000 + "]" * 100_000 + "\n"
+        ),
+        f"line 3: YAML nested deeper than {MAX_SPEC_DEPTH} levels",
+    ),
+    "10 MB component": (
+        lambda d: write_yaml(
+            d, "h/defs.yaml", "type: x\nattributes:\n  description: " + "x" * (10 << 20) + "\n"
+        ),
+        "larger than a spec may be",
+    ),
+    "python tag": (
+        lambda d: write_yaml(d, "p.yaml", "kind: !!python/object/apply:os.system ['true']\n"),
+        "line 1: YAML tag",
+    ),
+    "not UTF-8": (
+        lambda d: (
+            write_yaml(d, "u.yaml", "kind: stream\n")
+            and (d / "u.yaml").write_bytes(b"\xff\xfe")
+            and d / "u.yaml"
+        ),
+        "not UTF-8",
+    ),
+    "FIFO": (lambda d: os.mkfifo(d / "f.yaml") or d / "f.yaml", "not a regular file (a FIFO)"),
+    "link to /dev/zero": (
+        lambda d: (d / "z.yaml").symlink_to("/dev/zero") or d / "z.yaml",
+        "not a regular file (a device)",
+    ),
+    "folder named .yaml": (
+        lambda d: (d / "d.yaml").mkdir() or d / "d.yaml",
+        "not a regular file (a directory)",
+    ),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("probe", list(YAML_PROBES))
+def test_hostile_yaml_is_refused_on_both_routes_with_file_and_line(tmp_path, probe):
+    from backfill_platform.specs.loader import load_spec_file
+    from backfill_platform.specs.yaml_guard import check_folder
+
+    make, words = YAML_PROBES[probe]
+    path = make(tmp_path)
+    with pytest.raises(SpecError) as loader_route:
+        load_spec_file(path)
+    with pytest.raises(SpecError) as components_route:  # what definitions.py runs before Dagster parses
+        check_folder(tmp_path)
+    for error in (loader_route, components_route):
+        assert str(error.value).startswith(f"{path}: ") and words in str(error.value), str(error.value)
+
+
+def test_the_components_route_checks_before_dagster_parses():
+    """Both code locations that load defs folders (the platform's and `init`'s) run the check first."""
+    import backfill_platform.definitions as definitions
+    from backfill_platform.components.project import DEFINITIONS
+
+    assert (
+        "check_folder(Path(backfill_platform.defs.__file__).parent)" in Path(definitions.__file__).read_text()
+    )
+    assert 'check_folder(Path(__file__).parent / "defs")' in DEFINITIONS
