@@ -254,9 +254,8 @@ def views_backfill(dagster_dev) -> dict:
         VIEWS_BACKFILL_ASSETS,
         VIEWS_BACKFILL_DAYS,
         VIEWS_BACKFILL_TAGS,
-        launch_backfill,
-        wait_for_backfill,
     )
+    from backfill_platform_tests.support.dagster_graphql import launch_backfill, wait_for_backfill
 
     backfill_id = launch_backfill(
         dagster_dev,

@@ -46,13 +46,13 @@ from backfill_platform.pipeline.events.completeness import required_hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.dagster_dev import (
+from backfill_platform_tests.support.dagster_dev import dagster_dev_server
+from backfill_platform_tests.support.dagster_graphql import (
     AUTOMATION_TAG,
     BACKFILL_TAG,
     SENSOR_TAG,
     TICK_TAG,
     backfills,
-    dagster_dev_server,
     days_materialized_after,
     materialized_at,
     runs,

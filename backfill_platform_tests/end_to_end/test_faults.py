@@ -50,6 +50,7 @@ from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
 from backfill_platform.pipeline.ledger.commits import DAYS
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.processes import kill, wait_until
 from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT
 
 pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=9)]
@@ -145,13 +146,7 @@ def wait(process: subprocess.Popen) -> int:
     try:
         return process.wait(timeout=RUN_TIMEOUT_SECONDS)
     finally:
-        stop(process)
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+        kill(process)
 
 
 @contextmanager
@@ -161,28 +156,7 @@ def stopped_at_exit(*processes: subprocess.Popen) -> Iterator[None]:
         yield
     finally:
         for process in processes:
-            stop(process)
-
-
-def poll_until(
-    condition,
-    what: str,
-    timeout: float,
-    process: subprocess.Popen | None = None,
-    every: float = 0.5,
-    evidence=lambda: "",
-):
-    """`condition()` once it is truthy, polled `every` seconds; fails (with `evidence()`) after `timeout`
-    or when `process` has exited first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if process is not None and process.poll() is not None:
-            pytest.fail(f"{what}: the process exited with {process.returncode} first\n{evidence()}")
-        time.sleep(every)
-    pytest.fail(f"{what}: not within {timeout:.0f} s\n{evidence()}")
+            kill(process)
 
 
 def sorted_rows(table: pa.Table, *drop: str) -> list[dict]:
@@ -236,8 +210,11 @@ def overlapping(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory
     first = lakehouse.start()
     with stopped_at_exit(first):
         # The first takes the catalog before the second starts: the test asserts who waited for whom.
-        poll_until(
-            lakehouse.catalog_writer, "the first backfill holds the catalog", LOCK_TIMEOUT_SECONDS, first
+        wait_until(
+            lakehouse.catalog_writer,
+            timeout=LOCK_TIMEOUT_SECONDS,
+            what="the first backfill holds the catalog",
+            process=first,
         )
         second = lakehouse.start()
         with stopped_at_exit(second):
@@ -398,7 +375,7 @@ def sleeper() -> tuple[subprocess.Popen, RunWorker]:
     try:
         started = psutil.Process(process.pid).create_time()
     except BaseException:
-        stop(process)
+        kill(process)
         raise
     return process, RunWorker(host=socket.gethostname(), pid=process.pid, started=started)
 
@@ -426,7 +403,7 @@ def test_run_monitoring_fails_a_dead_run_and_frees_its_slot(dagster_dev):
     (here: a STARTED run recorded with the worker of a process killed meanwhile) and frees its slot."""
     instance = DagsterInstance.from_config(str(dagster_dev.dagster_home))
     victim, worker = sleeper()
-    stop(victim)
+    kill(victim)
     pool = "fault_test_pool"
     run = fake_started_run(instance, worker, pool)
 
@@ -435,12 +412,11 @@ def test_run_monitoring_fails_a_dead_run_and_frees_its_slot(dagster_dev):
         slots = instance.event_log_storage.get_concurrency_info(pool).claimed_slots
         return status == DagsterRunStatus.FAILURE and not slots
 
-    poll_until(
+    wait_until(
         failed_and_freed,
-        "run monitoring fails the run and frees its slot",
-        MONITORING_TIMEOUT_SECONDS,
+        timeout=MONITORING_TIMEOUT_SECONDS,
         every=2,
-        evidence=dagster_dev.log_tail,
+        what=lambda: f"run monitoring fails the run and frees its slot\n{dagster_dev.log_tail()}",
     )
     message = failure_message(instance, run.run_id)
     assert f"pid {victim.pid}" in message and "is gone" in message and "run monitoring" in message, message
@@ -468,13 +444,17 @@ def test_a_blocked_promotion_names_the_run_it_waits_for_and_goes_on_once_that_is
                     if message.startswith(expected)
                 ]
 
-            waiting = poll_until(
-                said, "the backfill names the run it waits for", RUN_TIMEOUT_SECONDS, backfill, every=2
+            waiting = wait_until(
+                said,
+                timeout=RUN_TIMEOUT_SECONDS,
+                every=2,
+                what="the backfill names the run it waits for",
+                process=backfill,
             )
             assert waiting[0].endswith(", alive)"), waiting
 
             # The holder dies; the operator's `runs --reap` fails it and frees the slot; the backfill goes on.
-            stop(holder_process)
+            kill(holder_process)
             env = {**os.environ, "DAGSTER_HOME": str(lakehouse.home)}
             reaped = subprocess.run(
                 [str(DAGSTER_CLI.with_name("backfill-platform")), "runs", "--reap"],

@@ -26,9 +26,8 @@ from backfill_platform_tests.support.dagster_dev import (
     JOIN_DAY_BEFORE,
     VIEWS_BACKFILL_DAYS,
     VIEWS_BACKFILL_TAGS,
-    check_executions,
-    materializations,
 )
+from backfill_platform_tests.support.dagster_graphql import check_executions, materializations
 from backfill_platform_tests.support.datasets import production
 from backfill_platform_tests.support.lakehouse import lakehouse_session
 

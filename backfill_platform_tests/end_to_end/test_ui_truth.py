@@ -28,6 +28,8 @@ from backfill_platform_tests.support.dagster_dev import (
     JOIN_BACKFILL_ASSETS,
     VIEWS_BACKFILL_DAYS,
     DagsterDev,
+)
+from backfill_platform_tests.support.dagster_graphql import (
     asset_statuses,
     check_executions,
     launch_backfill,

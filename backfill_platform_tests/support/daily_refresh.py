@@ -48,10 +48,10 @@ from backfill_platform.pipeline.events.completeness import completeness, day_hor
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.dagster_dev import (
+from backfill_platform_tests.support.dagster_dev import DagsterDev
+from backfill_platform_tests.support.dagster_graphql import (
     ACTIVE_BACKFILL_STATUSES,
     ACTIVE_RUN_STATUSES,
-    DagsterDev,
     backfills,
     days_materialized_after,
     runs,

@@ -71,14 +71,22 @@ def wait_until(
     timeout: float,
     every: float = 0.5,
     what: str | Callable[[], str],
+    process: subprocess.Popen | None = None,
 ) -> T:
     """Poll `condition` every `every` seconds until it returns a truthy value, and return that value; after
-    `timeout` seconds fail the test with `what` (a text, or a function that describes the state then)."""
+    `timeout` seconds, or as soon as `process` (the one expected to bring the condition about) has exited,
+    fail the test with `what` (a text, or a function that describes the state then)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"the process exited with {process.returncode} first: {_told(what)}")
         if time.monotonic() >= deadline:
-            pytest.fail(f"not within {timeout:.0f} s: {what() if callable(what) else what}")
+            pytest.fail(f"not within {timeout:.0f} s: {_told(what)}")
         time.sleep(every)
+
+
+def _told(what: str | Callable[[], str]) -> str:
+    return what() if callable(what) else what
