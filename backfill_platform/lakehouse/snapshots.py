@@ -9,6 +9,7 @@ table's metadata, which Spark's Iceberg catalog already loads: this module asks 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,15 @@ def iceberg_table(spark: SparkSession, identifier: str) -> Any:
     """The Java `org.apache.iceberg.Table` behind `catalog.namespace.name` (freshly loaded)."""
     spark3 = spark.sparkContext._jvm.org.apache.iceberg.spark.Spark3Util
     return spark3.loadIcebergTable(spark._jsparkSession, identifier)
+
+
+def top_level_columns(spark: SparkSession, identifier: str) -> set[str]:
+    """The names of the table's top-level columns, from its current schema (freshly loaded). The schema
+    crosses the gateway as one JSON text: a column at a time is a round trip each (~1.5 ms; the ledger's
+    ~40 columns made this check a fifth of a small run's driver time in the platform's own tests)."""
+    schema = iceberg_table(spark, identifier).schema()
+    parser = spark.sparkContext._jvm.org.apache.iceberg.SchemaParser
+    return {field["name"] for field in json.loads(parser.toJson(schema))["fields"]}
 
 
 def current_snapshot_id(spark: SparkSession, identifier: str) -> int | None:

@@ -21,7 +21,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.lakehouse.snapshots import iceberg_table
+from backfill_platform.lakehouse.snapshots import top_level_columns
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, ensure_table, table_id
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
@@ -160,10 +160,9 @@ def ensure_ledger(spark: SparkSession) -> None:
 def _complete(spark: SparkSession, identifier: str, row_type: type) -> bool:
     """The table exists and has a column for every field of `row_type`."""
     try:
-        table = iceberg_table(spark, identifier)
+        present = top_level_columns(spark, identifier)
     except AnalysisException:  # no such table (or namespace): created by the caller
         return False
-    present = {column.name() for column in table.schema().columns()}
     return all(f.name in present for f in fields(row_type))
 
 
