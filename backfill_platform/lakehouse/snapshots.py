@@ -37,14 +37,21 @@ def current_snapshot_id(spark: SparkSession, identifier: str) -> int | None:
     return None if snapshot is None else int(snapshot.snapshotId())
 
 
-def _as_dict(snapshot: Any) -> dict:
-    parent = snapshot.parentId()
+def _as_dict(spark: SparkSession, snapshot: Any) -> dict:
+    """A Java snapshot's id, parent id, commit time and summary. It crosses the gateway as one JSON text
+    (Iceberg's `SnapshotParser`): its summary map read entry by entry was ~50 round trips (~75 ms), for
+    every snapshot of a lineage."""
+    parsed = json.loads(spark.sparkContext._jvm.org.apache.iceberg.SnapshotParser.toJson(snapshot))
+    summary = dict(parsed.get("summary", {}))
+    # The JSON carries the operation inside the summary; `Snapshot.summary()` does not.
+    summary.pop("operation", None)
+    parent = parsed.get("parent-snapshot-id")
     return {
-        "snapshot_id": int(snapshot.snapshotId()),
+        "snapshot_id": int(parsed["snapshot-id"]),
         "parent_id": None if parent is None else int(parent),
         # Naive local time, as Spark hands timestamps to Python (the platform runs with TZ=UTC).
-        "committed_at": datetime.fromtimestamp(snapshot.timestampMillis() / 1000),
-        "summary": dict(snapshot.summary()),
+        "committed_at": datetime.fromtimestamp(parsed["timestamp-ms"] / 1000),
+        "summary": summary,
     }
 
 
@@ -54,7 +61,7 @@ def main_lineage(spark: SparkSession, identifier: str) -> list[dict]:
     lineage = []
     snapshot = table.currentSnapshot()
     while snapshot is not None:
-        lineage.append(_as_dict(snapshot))
+        lineage.append(_as_dict(spark, snapshot))
         parent = snapshot.parentId()
         snapshot = None if parent is None else table.snapshot(parent)
     return lineage[::-1]
@@ -70,11 +77,11 @@ def find_snapshot(spark: SparkSession, identifier: str, prop: str, value: str) -
     for snapshot in reversed(list(table.snapshots())):
         summary = snapshot.summary()
         if summary.get(prop) == value:
-            found.append(_as_dict(snapshot))
+            found.append(_as_dict(spark, snapshot))
     return found
 
 
 def snapshot_details(spark: SparkSession, identifier: str, snapshot_id: int) -> dict | None:
     """One snapshot's id, parent, commit time and summary, or None if the table has no such snapshot."""
     snapshot = iceberg_table(spark, identifier).snapshot(int(snapshot_id))
-    return None if snapshot is None else _as_dict(snapshot)
+    return None if snapshot is None else _as_dict(spark, snapshot)
