@@ -62,7 +62,7 @@ def main_lineage(spark: SparkSession, identifier: str) -> list[dict]:
     snapshot = table.currentSnapshot()
     while snapshot is not None:
         lineage.append(_as_dict(spark, snapshot))
-        parent = snapshot.parentId()
+        parent = lineage[-1]["parent_id"]
         snapshot = None if parent is None else table.snapshot(parent)
     return lineage[::-1]
 

@@ -26,7 +26,7 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.datasets import run
+from backfill_platform_tests.support.datasets import run, settled_by_day
 from backfill_platform_tests.support.kafka import create_topic
 from backfill_platform_tests.support.kafka_connect import (
     JsonRecord,
@@ -34,7 +34,6 @@ from backfill_platform_tests.support.kafka_connect import (
     create_landing_table,
     produce_json,
     pyiceberg_catalog,
-    settled_by_day,
     sink_worker,
     start_landing_sink,
     wait_for_rows,

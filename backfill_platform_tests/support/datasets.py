@@ -8,7 +8,7 @@ from datetime import date
 from pathlib import Path
 
 import yaml
-from dagster import AssetKey, materialize
+from dagster import AssetCheckEvaluation, AssetKey, ExecuteInProcessResult, materialize
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
@@ -94,6 +94,11 @@ def prod_state(spark, spec: DatasetSpec) -> tuple:
 
 def failed_checks(result) -> set[str]:
     return {c.check_name for c in result.get_asset_check_evaluations() if not c.passed}
+
+
+def settled_by_day(result: ExecuteInProcessResult) -> dict[str, AssetCheckEvaluation]:
+    """The run's `settled` verdicts by day (partition)."""
+    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
 
 
 def write_join_spec(folder: Path, name: str, playback: str, impressions: str, transform: str) -> Path:

@@ -28,7 +28,6 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from dagster import AssetCheckEvaluation, ExecuteInProcessResult
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -259,11 +258,6 @@ def snapshots(table: Any) -> list[CommittedSnapshot]:
 
 
 # --- judging what the platform ingested from a Kafka Connect archive ------------------------------------
-
-
-def settled_by_day(result: ExecuteInProcessResult) -> dict[str, AssetCheckEvaluation]:
-    """The run's `settled` verdicts by day (partition)."""
-    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
 
 
 def assert_events_are_the_truth(spark: SparkSession, spec: StreamSpec, truth: KafkaConnectTruth) -> None:

@@ -34,8 +34,8 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.datasets import run
-from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth, settled_by_day
+from backfill_platform_tests.support.datasets import run, settled_by_day
+from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth
 from backfill_platform_tests.support.session import START, range_tags
 
 D2 = START + timedelta(days=1)

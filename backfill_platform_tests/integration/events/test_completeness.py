@@ -22,13 +22,9 @@ from backfill_platform.pipeline.ledger.ledger import latest_ingestions, ledger
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
-from backfill_platform_tests.support.datasets import dataset, failed_checks, prod_state, run
+from backfill_platform_tests.support.datasets import dataset, failed_checks, prod_state, run, settled_by_day
 from backfill_platform_tests.support.days import D2, D3, D4, utc
 from backfill_platform_tests.support.streams import stream_copy
-
-
-def settled_by_day(result) -> dict:
-    return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
 
 
 def test_a_missing_hour_blocks_exactly_the_days_that_read_it(
