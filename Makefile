@@ -35,12 +35,13 @@ INSTALL_STAMP := $(VENV)/.install-stamp
 # What `setup` probes for; each missing one is installed from its Debian package.
 # Spark 3.5 runs on Java 8/11/17 only, and a machine may export another JAVA_HOME (ours have a Temurin 25
 # beside Java 17): every recipe (Maven, Spark, the tests) gets the JAVA_HOME of a Java 17, the first of:
-# JAVA_HOME if it is a 17, the JDK of `java` on PATH if it is a 17, any 17 under /usr/lib/jvm; failing
-# those, the path where Debian's openjdk-17-jre-headless installs, which system-deps then installs.
+# JAVA_HOME if it is a JDK 17, the JDK of `java` on PATH if it is one, any JDK 17 under /usr/lib/jvm; failing
+# those, the path where Debian's openjdk-17-jdk-headless installs, which system-deps then installs (a JDK:
+# `make jars` compiles the platform's JVM functions with its javac).
 ifndef JAVA17_HOME
 JAVA17_HOME := $(shell for home in "$${JAVA_HOME:-}" \
 	"$$(readlink -f "$$(command -v java)" 2>/dev/null | sed 's:/bin/java$$::')" /usr/lib/jvm/*; do \
-	if grep -qs '^JAVA_VERSION="17[."]' "$$home/release" && [ -x "$$home/bin/java" ]; then \
+	if grep -qs '^JAVA_VERSION="17[."]' "$$home/release" && [ -x "$$home/bin/javac" ]; then \
 	echo "$$home"; break; fi; done)
 endif
 ifeq ($(strip $(JAVA17_HOME)),)
@@ -108,7 +109,7 @@ setup: system-deps venv jars
 # Install only what is missing, after one `apt-get update`.
 system-deps:
 	@missing=(); \
-	[ -x '$(JAVA17_HOME)/bin/java' ] || missing+=(openjdk-17-jre-headless); \
+	[ -x '$(JAVA17_HOME)/bin/javac' ] || missing+=(openjdk-17-jdk-headless); \
 	command -v $(MVN) >/dev/null 2>&1 || missing+=(maven); \
 	compgen -G '$(POSTGRES_INITDB_GLOB)' >/dev/null || missing+=(postgresql); \
 	[ -e $(CHROMIUM) ] || missing+=(chromium); \
@@ -140,7 +141,9 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 
 # Copies the jars declared by Maven coordinates (backfill_platform/lakehouse/jvm/pom.xml) from the local
 # Maven repository, downloading what it lacks, into .venv/share/backfill_platform/jars, and checks them
-# against jvm/jars.sha256; a no-op (no Maven start) once that folder verifies. Then the local driver JVM's
+# against jvm/jars.sha256; a no-op (no Maven start) once that folder verifies. Then the platform's own JVM
+# functions (lakehouse/jvm/functions/*.java, e.g. the events' strict parse), compiled by javac against this
+# environment's pyspark (~5 s; a no-op while the sources and pyspark are unchanged). Then the local driver JVM's
 # class-data archive (lakehouse/class_archive.py: seconds off every run's start), built by a one-day backfill
 # (~1 min) unless the one there was built from this JDK, pyspark and jar lock. Optional: a failure to build
 # it is a warning (runs start without it, slower), and test_jvm_jars fails on its absence. Last, the jars of
@@ -149,6 +152,7 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 # its jars.sha256): the tests, `make rest-catalog` and `make kafka` run them; Spark never loads them.
 jars: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars $(JARS_ARGS)
+	$(BIN)/python -m backfill_platform.devtools.jvm_functions
 	$(BIN)/python -m backfill_platform.devtools.class_archive --optional
 	$(BIN)/python -m backfill_platform.devtools.rest_catalog.classpath
 	$(BIN)/python -m backfill_platform.devtools.kafka_broker.classpath

@@ -10,6 +10,11 @@ Starting Spark only lists that folder: nothing is downloaded at import or at run
 
 A cluster that provides its own jars names them in `BACKFILL_PLATFORM_ICEBERG_JARS`; the catalog's JDBC
 driver is added to such a list when the list names none and the environment has the declared one.
+
+Beside them, the platform's own JVM functions (`jvm/functions/*.java`, e.g. the events' strict parse):
+compiled at set-up against this environment's pyspark (`devtools.jvm_functions`), into a jar whose name
+carries the digest of the sources and of that pyspark, so a jar built from other sources or for another
+Spark is never used. Every session gets it, a cluster's own jar list too (`spark.jars` ships it).
 """
 
 from __future__ import annotations
@@ -149,6 +154,34 @@ def folder_problems(folder: Path, *, hashes: bool = True) -> list[str]:
             if sha256(folder / name) != locked[name]
         ]
     return problems
+
+
+FUNCTIONS_DIR = JVM_DIR / "functions"
+
+
+def functions_sources() -> list[Path]:
+    """The Java sources of the platform's JVM functions."""
+    return sorted(FUNCTIONS_DIR.glob("*.java"))
+
+
+def functions_jar() -> Path:
+    """Where this environment's build of the JVM functions is: its name holds a digest of the sources and
+    of the pyspark they compile against (`devtools.jvm_functions` builds it; nothing at run time does)."""
+    digest = hashlib.sha256(importlib.metadata.version("pyspark").encode())
+    for source in functions_sources():
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return jar_dir().parent / f"backfill-platform-functions-{digest.hexdigest()[:16]}.jar"
+
+
+def required_functions_jar() -> str:
+    """`functions_jar()`, or an error saying how to build it when it is absent."""
+    jar = functions_jar()
+    if not jar.is_file():
+        raise FileNotFoundError(
+            f"the platform's JVM functions are not built for these sources and this pyspark ({jar} is "
+            "missing): run `make jars` (or `make setup`)"
+        )
+    return str(jar)
 
 
 def default_jars(folder: Path | None = None) -> list[str]:

@@ -20,7 +20,7 @@ from pydantic import Field, PrivateAttr
 
 from backfill_platform import settings
 from backfill_platform.lakehouse import class_archive
-from backfill_platform.lakehouse.jars import default_jars, with_jdbc_driver
+from backfill_platform.lakehouse.jars import default_jars, required_functions_jar, with_jdbc_driver
 
 
 class IcebergCatalogResource(ConfigurableResource):
@@ -298,6 +298,8 @@ class SparkIcebergResource(LazyPySparkResource):
             # All declared jars, whatever the tier: the unused JDBC driver and the AWS bundle cost no
             # measurable session start (local[2], 4 starts each way), and one classpath is one thing to test.
             jars = ",".join(default_jars())
+        # The platform's own JVM functions, whoever provides Iceberg.
+        jars = f"{jars},{required_functions_jar()}"
         conf = {
             "spark.master": self.master,
             "spark.app.name": "backfill_platform",

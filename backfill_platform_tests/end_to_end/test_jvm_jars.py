@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pytest
 
 from backfill_platform import settings
 from backfill_platform.devtools import class_archive as build_class_archive
-from backfill_platform.devtools import jvm_jars
+from backfill_platform.devtools import jvm_functions, jvm_jars
 from backfill_platform.lakehouse import class_archive, jars
 from backfill_platform.lakehouse.resources import spark_from_env
 from backfill_platform.lakehouse.tables import ensure_table, table_id
@@ -133,7 +134,27 @@ def test_the_cluster_override_replaces_the_declared_iceberg_jars(catalog, monkey
     monkeypatch.setenv(settings.ICEBERG_JARS_ENV, "/opt/a.jar, /opt/b.jar")
     conf = spark_from_env(catalog).full_spark_config()
     sqlite = jars.jar_dir() / declared()["org.xerial:sqlite-jdbc"].file_name
-    assert conf["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{sqlite}"
+    # The platform's own functions come with any list.
+    assert conf["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{sqlite},{jars.functions_jar()}"
+
+
+def test_the_platforms_jvm_functions_are_built_for_these_sources_and_this_pyspark(tmp_path, monkeypatch):
+    """`make jars` compiled them against this pyspark; other sources make another jar name, which a session
+    refuses to start without (naming the fix), and they compile."""
+    built = jars.functions_jar()
+    with zipfile.ZipFile(built) as jar:
+        assert "backfill_platform/functions/StrictObjectFields.class" in jar.namelist()
+    edited = tmp_path / "functions"
+    shutil.copytree(jars.FUNCTIONS_DIR, edited)
+    source = edited / "StrictObjectFields.java"
+    source.write_text(source.read_text() + "\n// edited\n")
+    monkeypatch.setattr(jars, "FUNCTIONS_DIR", edited)
+    assert jars.functions_jar() != built and jars.functions_jar().parent == built.parent
+    with pytest.raises(FileNotFoundError, match="make jars"):
+        jars.required_functions_jar()
+    jvm_functions.build(tmp_path / "edited.jar")
+    with zipfile.ZipFile(tmp_path / "edited.jar") as jar:
+        assert "backfill_platform/functions/StrictObjectFields.class" in jar.namelist()
 
 
 def jvm_class_source(spark, name: str) -> list[str]:
@@ -200,6 +221,7 @@ def test_the_class_archive_is_this_environments_and_the_sessions_jvm_was_given_i
 # A local driver started as every run starts one, logging where each class it loads comes from.
 CLASS_LOAD_PROBE = """
 import sys
+import zipfile
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 resource = spark_from_env(catalog_from_env())
 options = f"{resource.java_options()} -Xlog:class+load=info:file={sys.argv[1]}"

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from backfill_platform.pipeline.events import numbers
-from backfill_platform.pipeline.events.json_shape import one_object, values_on_line
+from backfill_platform.pipeline.events.json_shape import one_object, strict_object_fields, values_on_line
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
 from backfill_platform.specs.common import FIELD_TYPES, column_name
 from backfill_platform.specs.durations import HOUR, midnight
@@ -302,19 +302,24 @@ _PARSE_COLUMNS = ("_r", "_rc", "_v", "_valid", "_clean", "_numbers_only")
 
 
 def _read_json(lines: DataFrame, spec: StreamSpec) -> DataFrame:
-    """Each line read leniently as JSON (`_r`), whether it is one object (`_valid`), and its reading after
-    non-standard numbers are cleaned (`_clean`, `_numbers_only`, `_rc`); `_v` is the reading to use."""
+    """Each line read as JSON (`_r`: by one strict parse where that settles it, else leniently), whether it
+    is one object (`_valid`), and its reading after non-standard numbers are cleaned (`_clean`,
+    `_numbers_only`, `_rc`); `_v` is the reading to use."""
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    schema = _raw_schema(spec)
     return (
-        lines.withColumn("_r", F.from_json("line", _raw_schema(spec), options))
-        .withColumn("_valid", one_object(F.col("line")))
+        # One strict parse settles most lines (`_strict`); only the others are read leniently and judged.
+        lines.withColumn("_strict", strict_object_fields(lines.sparkSession, F.col("line"), schema, CORRUPT))
+        .withColumn("_r", F.coalesce(F.col("_strict"), F.from_json("line", schema, options)))
+        .withColumn("_valid", F.col("_strict").isNotNull() | one_object(F.col("line")))
+        .drop("_strict")
         # Non-standard numbers (`numbers.py`): a line whose only defect they are is read from its clean copy.
         .withColumn("_clean", numbers.clean_line(F.col("line"), F.col("_valid")))
         .withColumn(
             "_numbers_only",
             F.coalesce(F.col("_clean").isNotNull() & one_object(F.col("_clean")), F.lit(False)),
         )
-        .withColumn("_rc", F.when(F.col("_numbers_only"), F.from_json("_clean", _raw_schema(spec), options)))
+        .withColumn("_rc", F.when(F.col("_numbers_only"), F.from_json("_clean", schema, options)))
         .withColumn("_v", F.when(F.col("_numbers_only"), F.col("_rc")).otherwise(F.col("_r")))
     )
 
