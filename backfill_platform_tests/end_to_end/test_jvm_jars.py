@@ -170,9 +170,11 @@ def jvm_class_source(spark, name: str) -> list[str]:
 
 
 def test_sparks_classpath_holds_exactly_the_declared_jars(spark):
-    # The jars Spark added (driver classpath, shipped to executors): spark://…/jars/<file name>.
+    # The jars Spark added (driver classpath, shipped to executors): spark://…/jars/<file name>; the
+    # declared ones and the platform's own functions.
     added = {Path(url).name for url in spark.sparkContext._jsc.sc().listJars().mkString("\n").split("\n")}
-    assert added == {coordinate.file_name for coordinate in jars.declared_jars()}
+    declared_files = {coordinate.file_name for coordinate in jars.declared_jars()}
+    assert added == declared_files | {jars.functions_jar().name}
     # Each piece comes from its declared jar, and from nowhere else (no second Iceberg, no Debian driver).
     expected = {
         "org.apache.iceberg.spark.SparkCatalog": RUNTIME_KEY,
@@ -184,6 +186,9 @@ def test_sparks_classpath_holds_exactly_the_declared_jars(spark):
     }
     for class_name, key in expected.items():
         assert jvm_class_source(spark, class_name) == [declared()[key].file_name], class_name
+    assert jvm_class_source(spark, "backfill_platform.functions.StrictObjectFields") == [
+        jars.functions_jar().name
+    ]
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ SETTLED = [
     '{"a": true, "c": false}',
     '{"a": {"deep": [1, 2.50, "q", null, {"k": "v"}]}, "c": [ ]}',
     '{"a": null, "b": null}',
-    '{"b": {}, "z": {"ignored": [1, {"k": NULL_IS_NOT_HERE}]}}'.replace("NULL_IS_NOT_HERE", "null"),
+    '{"b": {}, "z": {"ignored": [1, {"k": null}]}}',
     '{"A": "an undeclared key", "a": "declared"}',
     '{"a": "\u00e9\u4e2d\U0001f600", "c": "tab\\there, quote \\" and \\u00e9"}',
     '{"a\\u0062": "escaped name, undeclared", "\\u0061": "escaped name of a"}',
