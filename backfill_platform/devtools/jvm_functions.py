@@ -23,9 +23,6 @@ from pathlib import Path
 
 from backfill_platform.lakehouse import jars
 
-# The class files run on the Java the Makefile selects (17), whichever JDK compiles them.
-JAVA_RELEASE = "17"
-
 
 class FunctionsBuildError(RuntimeError):
     """The JVM functions could not be compiled; the message says why."""
@@ -68,8 +65,18 @@ def build(target: Path) -> None:
         classes.mkdir()
         classpath = f"{_pyspark_jars()}/*"
         sources = [str(source) for source in jars.functions_sources()]
-        _run([_jdk_tool("javac"), "--release", JAVA_RELEASE, "-Xlint:all,-path", "-Werror",
-              "-cp", classpath, "-d", str(classes), *sources])  # fmt: skip
+        # Class files for the Java the Makefile selects (17), whichever JDK compiles them.
+        _run(
+            [
+                _jdk_tool("javac"),
+                *jars.FUNCTIONS_JAVAC_OPTIONS,
+                "-cp",
+                classpath,
+                "-d",
+                str(classes),
+                *sources,
+            ]
+        )
         staged = Path(tmp) / target.name
         _run([_jdk_tool("jar"), "--create", "--file", str(staged), "-C", str(classes), "."])
         os.replace(staged, target)

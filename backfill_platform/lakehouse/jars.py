@@ -157,6 +157,9 @@ def folder_problems(folder: Path, *, hashes: bool = True) -> list[str]:
 
 
 FUNCTIONS_DIR = JVM_DIR / "functions"
+# How `devtools.jvm_functions` compiles them (part of the jar's digest: another recipe, another jar).
+FUNCTIONS_JAVA_RELEASE = "17"
+FUNCTIONS_JAVAC_OPTIONS = ("--release", FUNCTIONS_JAVA_RELEASE, "-Xlint:all,-path", "-Werror")
 
 
 def functions_sources() -> list[Path]:
@@ -168,6 +171,7 @@ def functions_jar() -> Path:
     """Where this environment's build of the JVM functions is: its name holds a digest of the sources and
     of the pyspark they compile against (`devtools.jvm_functions` builds it; nothing at run time does)."""
     digest = hashlib.sha256(importlib.metadata.version("pyspark").encode())
+    digest.update(" ".join(FUNCTIONS_JAVAC_OPTIONS).encode())
     for source in functions_sources():
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return jar_dir().parent / f"backfill-platform-functions-{digest.hexdigest()[:16]}.jar"
@@ -179,7 +183,8 @@ def required_functions_jar() -> str:
     if not jar.is_file():
         raise FileNotFoundError(
             f"the platform's JVM functions are not built for these sources and this pyspark ({jar} is "
-            "missing): run `make jars` (or `make setup`)"
+            "missing): run `make jars` (or `make setup`); where the package is installed without its "
+            "repository, `python -m backfill_platform.devtools.jvm_functions` with a JDK 17"
         )
     return str(jar)
 

@@ -51,6 +51,8 @@ SETTLED = [
     '{ "a" : "x" , "c" : 2 }',
     "{}",
     '{"_corrupt_record": "a key of that name is not read"}',
+    '{"z": ' + "[" * 998 + "]" * 998 + "}",  # 999 levels deep
+    "{" + ", ".join(f'"k{i}": {{"n": {i}}}' for i in range(128)) + "}",  # 256 names
     '{"b": {"_corrupt_record": "but it is read here"}}',
 ]
 # Lines it leaves to the lenient path, each for its reason.
@@ -77,6 +79,11 @@ LEFT = [
     "{",
     '{"a":',
     '{"a": "unterminated}',
+    # 1,000 levels: from_json reads it, but one_object parses it one level deeper, past Jackson's limit.
+    '{"z": ' + "[" * 999 + "]" * 999 + "}",
+    # Past 256 names: Jackson's name tables (from_json's, one_object's) refuse a line with too many that
+    # collide, depending on the lines before it; such lines stay theirs to judge.
+    "{" + ", ".join(f'"k{i}": {{"n": {i}}}' for i in range(128)) + ', "a": 1}',
 ]
 
 

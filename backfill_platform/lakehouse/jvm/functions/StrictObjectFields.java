@@ -6,12 +6,14 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF3;
@@ -44,13 +46,25 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class StrictObjectFields implements UDF3<String, String, String, Row> {
   private static final long serialVersionUID = 1L;
-  // Jackson's defaults are strict JSON, as json_array_length's parser in one_object (which also keeps
-  // names uncanonicalised); unlike it, control characters in strings are refused here, as from_json does.
+  // Jackson's defaults are strict JSON. Stricter than the parsers of from_json and of one_object where they
+  // differ (single quotes, control characters in strings, NaN: refused here), so every line this one
+  // settles they accept too. One level of nesting less than their limit: one_object parses the line inside
+  // `[...]` and `{"k": ...}`, one level deeper than the line itself. Names are not interned: their parsers
+  // intern them in tables that refuse a line once too many names collide, a verdict that depends on the
+  // lines read before it; a line of more than MAX_NAMES names is left to them instead.
   private static final JsonFactory STRICT =
-      JsonFactory.builder().configure(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES, false).build();
+      JsonFactory.builder()
+          .configure(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES, false)
+          .streamReadConstraints(
+              StreamReadConstraints.builder()
+                  .maxNestingDepth(StreamReadConstraints.defaults().getMaxNestingDepth() - 1)
+                  .build())
+          .build();
   // The generator from_json copies a non-text value with: Jackson's defaults.
   private static final JsonFactory COPIER = new JsonFactory();
   private static final Object UNSET = new Object();
+  // Fewer than the ~300 colliding names Jackson's name table needs before it refuses a line.
+  private static final int MAX_NAMES = 256;
 
   /** The declared fields of one object: each name's position, and the fields of those that are objects. */
   private static final class Fields {
@@ -61,7 +75,7 @@ public final class StrictObjectFields implements UDF3<String, String, String, Ro
       StructField[] fields = struct.fields();
       nested = new Fields[fields.length];
       for (int i = 0; i < fields.length; i++) {
-        if (fields[i].name().equals(unread)) {
+        if (fields[i].name().equals(unread)) { // `unread` may be null: no field is left unread
           continue;
         }
         position.put(fields[i].name(), i);
@@ -89,7 +103,7 @@ public final class StrictObjectFields implements UDF3<String, String, String, Ro
     Parsed current = schema;
     if (current == null
         || !current.schemaJson.equals(schemaJson)
-        || !current.corruptColumn.equals(corruptColumn)) {
+        || !Objects.equals(current.corruptColumn, corruptColumn)) {
       current = new Parsed(schemaJson, corruptColumn);
       schema = current;
     }
@@ -118,28 +132,37 @@ public final class StrictObjectFields implements UDF3<String, String, String, Ro
       if (parser.nextToken() != JsonToken.START_OBJECT) {
         return null;
       }
-      Object[] values = object(parser, declared);
+      Object[] values = object(parser, declared, new int[1]);
       // Anything after the object (a second record, a stray bracket) is not one object.
       if (values == null || parser.nextToken() != null) {
         return null;
       }
       return RowFactory.create(values);
-    } catch (JsonProcessingException notStrictJson) {
-      // Not an error of the run: the lenient path reads the line and names what is wrong with it.
+    } catch (JsonProcessingException | RuntimeException notStrictJson) {
+      // Not an error of the run: whatever Jackson refuses (from_json takes any parser exception for a
+      // corrupt record), the lenient path reads the line and names what is wrong with it.
       return null;
     }
   }
 
-  /** The declared fields of the object the parser is in, or null when the lenient path must decide. */
-  private static Object[] object(JsonParser parser, Fields declared) throws IOException {
+  /**
+   * The declared fields of the object the parser is in, or null when the lenient path must decide. {@code
+   * names} counts the line's field names so far.
+   */
+  private static Object[] object(JsonParser parser, Fields declared, int[] names) throws IOException {
     Object[] values = new Object[declared.nested.length];
     Arrays.fill(values, UNSET);
     JsonToken token;
     while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
+      if (++names[0] > MAX_NAMES) {
+        return null;
+      }
       Integer i = declared.position.get(parser.currentName());
       JsonToken value = parser.nextToken();
       if (i == null) {
-        parser.skipChildren(); // still parsed, strictly: only its value is not kept
+        if (!skip(parser, names)) {
+          return null;
+        }
         continue;
       }
       if (values[i] != UNSET) {
@@ -152,7 +175,7 @@ public final class StrictObjectFields implements UDF3<String, String, String, Ro
         if (value != JsonToken.START_OBJECT) {
           return null; // from_json flags such a record; the lenient path names the field
         }
-        Object[] inner = object(parser, nested);
+        Object[] inner = object(parser, nested, names);
         if (inner == null) {
           return null;
         }
@@ -172,6 +195,27 @@ public final class StrictObjectFields implements UDF3<String, String, String, Ro
       }
     }
     return values;
+  }
+
+  /**
+   * Skips an undeclared value, still parsed strictly, counting its field names; false past MAX_NAMES.
+   */
+  private static boolean skip(JsonParser parser, int[] names) throws IOException {
+    if (!parser.currentToken().isStructStart()) {
+      return true;
+    }
+    int depth = 1;
+    while (depth > 0) {
+      JsonToken token = parser.nextToken(); // the end of the line inside a value is a parse error
+      if (token.isStructStart()) {
+        depth++;
+      } else if (token.isStructEnd()) {
+        depth--;
+      } else if (token == JsonToken.FIELD_NAME && ++names[0] > MAX_NAMES) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** A non-text value as from_json gives it for a text field: Jackson's generator's copy, in UTF-8. */
