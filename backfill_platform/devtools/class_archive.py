@@ -57,9 +57,7 @@ def stamp() -> dict[str, str]:
 def _pyspark_jars_digest() -> str:
     """Names, sizes and modification times of pyspark's jars (the driver's classpath): a reinstall of the
     same version changes them, and the JVM would refuse the archive."""
-    import pyspark
-
-    folder = Path(pyspark.__file__).parent / "jars"
+    folder = jars.pyspark_jar_dir()
     listing = sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in folder.glob("*.jar"))
     return hashlib.sha256("\n".join(listing).encode()).hexdigest()[:16]
 

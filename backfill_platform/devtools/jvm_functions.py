@@ -43,12 +43,6 @@ def _jdk_tool(name: str) -> str:
     return found
 
 
-def _pyspark_jars() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
-
-
 def _run(command: list[str]) -> None:
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -63,7 +57,7 @@ def build(target: Path) -> None:
     with tempfile.TemporaryDirectory(prefix=".jvm-functions-", dir=target.parent) as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        classpath = f"{_pyspark_jars()}/*"
+        classpath = f"{jars.pyspark_jar_dir()}/*"
         sources = [str(source) for source in jars.functions_sources()]
         # Class files for the Java the Makefile selects (17), whichever JDK compiles them.
         _run(

@@ -131,6 +131,13 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def pyspark_jar_dir() -> Path:
+    """The jars pyspark ships (Spark itself, the driver's classpath), in this environment."""
+    import pyspark  # here, not at import: this module is read before any session exists
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
 def jar_dir() -> Path:
     """Folder of the declared jars for this Python environment (filled by `make jars`, not versioned)."""
     return Path(sys.prefix) / "share" / "backfill_platform" / "jars"
