@@ -36,7 +36,8 @@ class ClassArchiveError(RuntimeError):
 
 
 def stamp() -> dict[str, str]:
-    """What the archive depends on: the JVM that runs Spark, pyspark's jars, and the declared jars' lock."""
+    """What the archive depends on: the JVM that runs Spark, pyspark's jars, the declared jars' lock and the
+    build of the platform's JVM functions (its name holds the digest of their sources)."""
     # The JVM PySpark starts: JAVA_HOME's, else the `java` on PATH (links resolved, so both name one JDK).
     java_home = os.environ.get("JAVA_HOME", "")
     java = Path(java_home, "bin", "java") if java_home else Path(shutil.which("java") or "java")
@@ -51,6 +52,7 @@ def stamp() -> dict[str, str]:
         "java": f"{java} {java_version}",
         "pyspark": f"{version('pyspark')} {_pyspark_jars_digest()}",
         "jars": hashlib.sha256(jars.LOCK.read_bytes()).hexdigest(),
+        "functions": jars.functions_jar().name,
     }
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from backfill_platform.lakehouse import jars
+from backfill_platform.lakehouse import class_archive, jars
 
 
 class FunctionsBuildError(RuntimeError):
@@ -84,6 +84,14 @@ def remove_stale(keep: Path) -> list[Path]:
     return stale
 
 
+def _forget_class_archive() -> None:
+    """Delete the driver's class-data archive: it holds the classes of the functions jar it was built with, and
+    a JVM that maps it beside another build of them fails (an `InternalError` linking a lambda, seen in an
+    Iceberg commit). Sessions run without it until `make jars` builds it again (`devtools.class_archive`)."""
+    for path in (class_archive.archive_path(), class_archive.stamp_path()):
+        path.unlink(missing_ok=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(
@@ -103,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jvm_functions: error: {error}", file=sys.stderr)
         return 1
     removed = remove_stale(target)
+    _forget_class_archive()
     print(
         f"jvm_functions: {target} <- {len(jars.functions_sources())} source(s) "
         f"({time.perf_counter() - started:.1f} s{f'; {len(removed)} stale build(s) removed' if removed else ''})"

@@ -7,9 +7,12 @@ Spark in bounded Arrow batches, so memory does not depend on a file's size.
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from backfill_platform.pipeline.archive.jvm_lines import jvm_readable, plain_files, read_plain_lines
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file
 from backfill_platform.pipeline.archive.line_blocks import plain_line_blocks
 from backfill_platform.pipeline.archive.listing import ArchiveFile
@@ -32,6 +35,7 @@ def read_lines(
     files: list[ArchiveFile],
     fmt: RecordFormat = JSON_LINES,
     kafka: KafkaConnectSpec | None = None,
+    jvm: bool = True,
 ) -> DataFrame:
     """One row per record of each file, with the file's name, the 1-based record number (`_line_number`:
     the line of a `jsonl` file, the object or row of other formats) and the ingestion hour.
@@ -45,6 +49,9 @@ def read_lines(
     reader found wrong with a line (its quarantine reason), or is null. With `kafka`, the files are Kafka
     Connect's (`archive.kafka_connect`): each record gets its Kafka partition, and its offset unless the
     topic's offsets have gaps (then a record's position in its file does not tell its offset).
+
+    Plain local JSON-lines files are read in the JVM instead, to the same rows (`archive.jvm_lines`; `jvm`
+    False reads every file in Python, as the tests' comparison does).
     """
     if not files:
         return spark.createDataFrame([], LINES_SCHEMA)
@@ -61,17 +68,44 @@ def read_lines(
         ],
         "_file int, _source_file string, _ingestion_time timestamp, _kafka_partition int, _kafka_start bigint",
     )
-    paths = spark.sparkContext.parallelize(
-        [(i, f.path) for i, f in enumerate(files)], min(len(files), 4 * spark.sparkContext.defaultParallelism)
-    ).toDF("_file int, _path string")
-    readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
-    lines = paths.mapInArrow(_arrow_reader(fmt, readers), _READ_SCHEMA)
+    lines = _read(spark, files, fmt, jvm)
     # A Kafka Connect file holds its partition's records contiguously from its start offset on, unless
     # the topic is compacted or transactional.
     contiguous = kafka is not None and not kafka.offsets_have_gaps
     offset = (F.col("_kafka_start") + F.col("_line_number") - 1) if contiguous else F.lit(None).cast("bigint")
     offset = offset.alias("_kafka_offset")
     return lines.join(F.broadcast(manifest), "_file").select(*schema_names(LINES_SCHEMA)[:-1], offset)
+
+
+def _read(spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat, jvm: bool) -> DataFrame:
+    """`_READ_SCHEMA` rows of every file: the plain ones from the JVM, the others from the Python reader."""
+    candidates = {
+        i: f.path
+        for i, f in enumerate(files)
+        if jvm and fmt.name == "jsonl" and jvm_readable(f.path, f.reader is not None)
+    }
+    verdicts = plain_files(spark, list(candidates.values()), fmt.max_record_bytes)
+    plain = {i: path for (i, path), why in zip(candidates.items(), verdicts, strict=True) if why is None}
+    parts = []
+    if plain:
+        parts.append(
+            read_plain_lines(spark, plain, fmt.max_record_bytes).select(
+                "*",
+                F.lit(None).cast("binary").alias("_raw"),
+                F.lit(None).cast("string").alias("_defect"),
+                F.lit(None).cast("string").alias("_defect_detail"),
+            )
+        )
+    rest = [(i, f.path) for i, f in enumerate(files) if i not in plain]
+    if rest:
+        paths = spark.sparkContext.parallelize(
+            rest, min(len(rest), 4 * spark.sparkContext.defaultParallelism)
+        )
+        readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
+        parts.append(
+            paths.toDF("_file int, _path string").mapInArrow(_arrow_reader(fmt, readers), _READ_SCHEMA)
+        )
+    return functools.reduce(DataFrame.unionByName, parts)
 
 
 def _arrow_reader(fmt: RecordFormat, readers: dict | None = None):

@@ -1,0 +1,190 @@
+package backfill_platform.functions;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.TaskCompletionListener;
+import scala.Tuple2;
+
+/**
+ * Plain JSON-lines files read in the JVM, with their line numbers, so that a window of plain files needs no
+ * Python stage at all ({@code pipeline/archive/readers.py} decides which files go where).
+ *
+ * <p>{@link #check} is a Spark job that scans each file and says whether it is plain ({@link LineScanner}: the
+ * lines are exactly the Python reader's, with no defect for it to name); {@link #read} gives the plain files'
+ * lines. A file that is not plain is read by the Python reader, which names its defects as before. A file that
+ * stops being plain between the check and the read fails the run, naming it.
+ */
+public final class PlainLines {
+  /** The rows of {@link #read}: the file's index in the window's list, the line's number, its UTF-8 bytes. */
+  public static final StructType SCHEMA =
+      new StructType()
+          .add("_file", DataTypes.IntegerType, false)
+          .add("_line_number", DataTypes.LongType, false)
+          .add("_line_bytes", DataTypes.BinaryType, false);
+
+  private PlainLines() {}
+
+  /**
+   * For each local path, in order: null when the file is plain, else why the JVM does not read it (a line that
+   * is not UTF-8, too long, a byte-order mark, a damaged gzip stream, a file it could not open).
+   */
+  public static List<String> check(SparkSession spark, List<String> paths, long maxLineBytes, int slices) {
+    JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    return context.parallelize(paths, slices).mapPartitions(new Check(maxLineBytes)).collect();
+  }
+
+  /** The lines of plain files ({@code files[i]} is the index of {@code paths[i]}), one row each. */
+  public static Dataset<Row> read(
+      SparkSession spark, List<Integer> files, List<String> paths, long maxLineBytes, int slices) {
+    List<Tuple2<Integer, String>> pairs = new ArrayList<>(paths.size());
+    for (int i = 0; i < paths.size(); i++) {
+      pairs.add(new Tuple2<>(files.get(i), paths.get(i)));
+    }
+    JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    JavaRDD<Row> rows = context.parallelize(pairs, slices).mapPartitions(new Read(maxLineBytes));
+    return spark.createDataFrame(rows, SCHEMA);
+  }
+
+  // Named classes rather than lambdas: a lambda's call site is linked at run time through method handles, and a
+  // driver JVM mapping the class-data archive failed linking an Iceberg lambda after these had been linked
+  // (`InternalError: no such method: MethodHandle.linkToSpecial`, JDK 17.0.15; not with the archive off).
+
+  /** A task's verdicts on its files, in order; the scanners' buffer is shared by the task's files. */
+  private static final class Check implements FlatMapFunction<Iterator<String>, String> {
+    private static final long serialVersionUID = 1L;
+    private final long maxLineBytes;
+
+    Check(long maxLineBytes) {
+      this.maxLineBytes = maxLineBytes;
+    }
+
+    @Override
+    public Iterator<String> call(Iterator<String> files) {
+      List<String> verdicts = new ArrayList<>();
+      byte[][] buffer = {null};
+      while (files.hasNext()) {
+        verdicts.add(whyNotPlain(files.next(), maxLineBytes, buffer));
+      }
+      return verdicts.iterator();
+    }
+  }
+
+  /** A task's rows: its files' lines. */
+  private static final class Read implements FlatMapFunction<Iterator<Tuple2<Integer, String>>, Row> {
+    private static final long serialVersionUID = 1L;
+    private final long maxLineBytes;
+
+    Read(long maxLineBytes) {
+      this.maxLineBytes = maxLineBytes;
+    }
+
+    @Override
+    public Iterator<Row> call(Iterator<Tuple2<Integer, String>> files) {
+      return new Lines(files, maxLineBytes);
+    }
+  }
+
+  /** Null when the file is plain, else why not; {@code buffer[0]} is the scanners' buffer, reused. */
+  static String whyNotPlain(String path, long maxLineBytes, byte[][] buffer) {
+    try (LineScanner lines = LineScanner.open(path, maxLineBytes, buffer[0])) {
+      buffer[0] = lines.buffer();
+      while (lines.next()) {
+        // every line is checked as it is scanned
+      }
+      buffer[0] = lines.buffer();
+      return null;
+    } catch (NotPlain reason) {
+      return reason.getMessage();
+    } catch (IOException | RuntimeException error) {
+      return "not readable here: " + error;
+    }
+  }
+
+  /** A task's files' rows, streamed a file at a time; the open file is closed at its end, or when the task ends. */
+  private static final class Lines implements Iterator<Row>, TaskCompletionListener {
+    private final Iterator<Tuple2<Integer, String>> files;
+    private final long maxLineBytes;
+    private int file;
+    private String path;
+    private LineScanner scanner;
+    private byte[] buffer;
+    private boolean ready;
+
+    Lines(Iterator<Tuple2<Integer, String>> files, long maxLineBytes) {
+      this.files = files;
+      this.maxLineBytes = maxLineBytes;
+      TaskContext task = TaskContext.get();
+      if (task != null) {
+        task.addTaskCompletionListener(this);
+      }
+    }
+
+    @Override
+    public boolean hasNext() {
+      try {
+        while (!ready) {
+          if (scanner == null) {
+            if (!files.hasNext()) {
+              return false;
+            }
+            Tuple2<Integer, String> next = files.next();
+            file = next._1();
+            path = next._2();
+            scanner = LineScanner.open(path, maxLineBytes, buffer);
+          }
+          ready = scanner.next();
+          if (!ready) {
+            closeScanner();
+          }
+        }
+        return true;
+      } catch (NotPlain changed) {
+        throw new IllegalStateException(
+            path + " is no longer plain JSON lines since it was checked in this run: " + changed.getMessage());
+      } catch (IOException error) {
+        throw new UncheckedIOException("reading " + path + " failed", error);
+      }
+    }
+
+    @Override
+    public void onTaskCompletion(TaskContext context) {
+      closeScanner();
+    }
+
+    @Override
+    public Row next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      ready = false;
+      return RowFactory.create(file, scanner.number(), scanner.bytes());
+    }
+
+    private void closeScanner() {
+      if (scanner != null) {
+        buffer = scanner.buffer();
+        try {
+          scanner.close();
+        } catch (IOException error) {
+          throw new UncheckedIOException("closing " + path + " failed", error);
+        } finally {
+          scanner = null;
+        }
+      }
+    }
+  }
+}
