@@ -32,8 +32,11 @@ def plain_files(spark: SparkSession, paths: list[str], max_line_bytes: int) -> l
     if not paths:
         return []
     function = _plain_lines(spark)
-    verdicts = function.check(spark._jsparkSession, paths, max_line_bytes, _slices(spark, len(paths)))
-    return [None if verdict is None else str(verdict) for verdict in verdicts]
+    # One NUL-separated string each way: py4j would convert a list a round trip per element.
+    verdicts = function.check(
+        spark._jsparkSession, "\0".join(paths), max_line_bytes, _slices(spark, len(paths))
+    )
+    return [why or None for why in verdicts.split("\0")]
 
 
 def read_plain_lines(spark: SparkSession, files: dict[int, str], max_line_bytes: int) -> DataFrame:
@@ -42,8 +45,8 @@ def read_plain_lines(spark: SparkSession, files: dict[int, str], max_line_bytes:
     indexes = list(files)
     rows = function.read(
         spark._jsparkSession,
-        indexes,
-        [files[index] for index in indexes],
+        ",".join(map(str, indexes)),
+        "\0".join(files[index] for index in indexes),
         max_line_bytes,
         _slices(spark, len(indexes)),
     )

@@ -3,9 +3,11 @@ package backfill_platform.functions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.StringJoiner;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -38,25 +40,44 @@ public final class PlainLines {
 
   private PlainLines() {}
 
+  // Lists cross py4j as one string each, NUL-separated (no path holds a NUL): py4j converts a Python list
+  // element by element, a round trip each, and a year of small files is 25,000 paths (10 s of the run).
+  private static final String SEPARATOR = "\0";
+
   /**
-   * For each local path, in order: null when the file is plain, else why the JVM does not read it (a line that
-   * is not UTF-8, too long, a byte-order mark, a damaged gzip stream, a file it could not open).
+   * For each local path of {@code paths} (NUL-separated), in order and NUL-separated: empty when the file is
+   * plain, else why the JVM does not read it (a line that is not UTF-8, too long, a byte-order mark, a damaged
+   * gzip stream, a file it could not open).
    */
-  public static List<String> check(SparkSession spark, List<String> paths, long maxLineBytes, int slices) {
+  public static String check(SparkSession spark, String paths, long maxLineBytes, int slices) {
     JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    return context.parallelize(paths, slices).mapPartitions(new Check(maxLineBytes)).collect();
+    List<String> verdicts =
+        context.parallelize(split(paths), slices).mapPartitions(new Check(maxLineBytes)).collect();
+    StringJoiner joined = new StringJoiner(SEPARATOR);
+    for (String verdict : verdicts) {
+      joined.add(verdict == null ? "" : verdict.replace(SEPARATOR, " "));
+    }
+    return joined.toString();
   }
 
-  /** The lines of plain files ({@code files[i]} is the index of {@code paths[i]}), one row each. */
-  public static Dataset<Row> read(
-      SparkSession spark, List<Integer> files, List<String> paths, long maxLineBytes, int slices) {
-    List<Tuple2<Integer, String>> pairs = new ArrayList<>(paths.size());
-    for (int i = 0; i < paths.size(); i++) {
-      pairs.add(new Tuple2<>(files.get(i), paths.get(i)));
+  /**
+   * The lines of plain files, one row each: {@code files} (comma-separated) are the indexes of {@code paths}
+   * (NUL-separated), in the same order.
+   */
+  public static Dataset<Row> read(SparkSession spark, String files, String paths, long maxLineBytes, int slices) {
+    List<String> indexes = Arrays.asList(files.split(",", -1));
+    List<String> names = split(paths);
+    List<Tuple2<Integer, String>> pairs = new ArrayList<>(names.size());
+    for (int i = 0; i < names.size(); i++) {
+      pairs.add(new Tuple2<>(Integer.valueOf(indexes.get(i)), names.get(i)));
     }
     JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
     JavaRDD<Row> rows = context.parallelize(pairs, slices).mapPartitions(new Read(maxLineBytes));
     return spark.createDataFrame(rows, SCHEMA);
+  }
+
+  private static List<String> split(String paths) {
+    return Arrays.asList(paths.split(SEPARATOR, -1));
   }
 
   // Named classes rather than lambdas: a lambda's call site is linked at run time through method handles, and a
