@@ -85,9 +85,9 @@ def remove_stale(keep: Path) -> list[Path]:
 
 
 def _forget_class_archive() -> None:
-    """Delete the driver's class-data archive: it holds the classes of the functions jar it was built with, and
-    a JVM that maps it beside another build of them fails (an `InternalError` linking a lambda, seen in an
-    Iceberg commit). Sessions run without it until `make jars` builds it again (`devtools.class_archive`)."""
+    """Delete the driver's class-data archive: it was built with the previous functions jar on the classpath
+    (its stamp names that build), so it is stale now. Sessions run without it until `make jars` builds it
+    again (`devtools.class_archive`)."""
     for path in (class_archive.archive_path(), class_archive.stamp_path()):
         path.unlink(missing_ok=True)
 

@@ -34,7 +34,7 @@ def plain_files(spark: SparkSession, paths: list[str], max_line_bytes: int) -> l
     function = _plain_lines(spark)
     # One NUL-separated string each way: py4j would convert a list a round trip per element.
     verdicts = function.check(
-        spark._jsparkSession, "\0".join(paths), max_line_bytes, _slices(spark, len(paths))
+        spark._jsparkSession, "\0".join(paths), max_line_bytes, task_count(spark, len(paths))
     )
     return [why or None for why in verdicts.split("\0")]
 
@@ -48,7 +48,7 @@ def read_plain_lines(spark: SparkSession, files: dict[int, str], max_line_bytes:
         ",".join(map(str, indexes)),
         "\0".join(files[index] for index in indexes),
         max_line_bytes,
-        _slices(spark, len(indexes)),
+        task_count(spark, len(indexes)),
     )
     # The bytes are well-formed UTF-8 (the scan proved it): the cast keeps them exactly.
     return DataFrame(rows, spark).select(
@@ -68,5 +68,6 @@ def _plain_lines(spark: SparkSession):
     return function
 
 
-def _slices(spark: SparkSession, files: int) -> int:
+def task_count(spark: SparkSession, files: int) -> int:
+    """How many tasks read `files` files (the Python reader's too): a few per core, never more than files."""
     return max(1, min(files, 4 * spark.sparkContext.defaultParallelism))

@@ -12,7 +12,12 @@ import functools
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.archive.jvm_lines import jvm_readable, plain_files, read_plain_lines
+from backfill_platform.pipeline.archive.jvm_lines import (
+    jvm_readable,
+    plain_files,
+    read_plain_lines,
+    task_count,
+)
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file
 from backfill_platform.pipeline.archive.line_blocks import plain_line_blocks
 from backfill_platform.pipeline.archive.listing import ArchiveFile
@@ -98,9 +103,7 @@ def _read(spark: SparkSession, files: list[ArchiveFile], fmt: RecordFormat, jvm:
         )
     rest = [(i, f.path) for i, f in enumerate(files) if i not in plain]
     if rest:
-        paths = spark.sparkContext.parallelize(
-            rest, min(len(rest), 4 * spark.sparkContext.defaultParallelism)
-        )
+        paths = spark.sparkContext.parallelize(rest, task_count(spark, len(rest)))
         readers = {i: f.reader for i, f in enumerate(files) if f.reader is not None}
         parts.append(
             paths.toDF("_file int, _path string").mapInArrow(_arrow_reader(fmt, readers), _READ_SCHEMA)
