@@ -199,7 +199,12 @@ class IcebergCatalogResource(ConfigurableResource):
 # that is really hot (thresholds 10x the JVM's defaults). Measured on 2 cores (the events pass of one
 # fresh session): a day of 20k events 10.0 s with C1, 12.3 s tiered (13.7 s with default thresholds);
 # 2 days x 300k (17 MiB) 31.5 s / 25.3 s; 2 days x 1.5M (85 MiB) 121.7 s / 60.6 s (64.4 s).
-LOCAL_CLIENT_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+# C1 alone shrinks the JVM's default code cache from 240 to 48 MiB, which a long session fills with the
+# compiled code of Spark's generated classes (the test session did within a minute): the JVM then stops
+# compiling for good ("CodeCache is full. Compiler has been disabled") and fails any call that needs a new
+# method-handle intrinsic (`InternalError: no such method: MethodHandle.linkToSpecial`, seen in Iceberg's
+# commits). The tiered default it keeps; only reserved, not committed, until used.
+LOCAL_CLIENT_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
 LOCAL_TIERED_JIT_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
@@ -305,7 +310,6 @@ class SparkIcebergResource(LazyPySparkResource):
             "spark.app.name": "backfill_platform",
             "spark.jars": jars,
             "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-            "spark.sql.session.timeZone": "UTC",
             "spark.sql.defaultCatalog": self.catalog.name,
             "spark.sql.shuffle.partitions": "8",
             "spark.ui.enabled": "false",
@@ -333,6 +337,9 @@ class SparkIcebergResource(LazyPySparkResource):
         # the record naming the field; under ANSI one bad value would fail the whole run instead. Off on
         # every line, so both give the same outcomes and reasons (test_bad_input runs on both).
         conf["spark.sql.ansi.enabled"] = "false"
+        # Partitions are UTC days and hours, and ISO times are read in the session's zone: another zone
+        # would move events between days. Not a setting a run may change.
+        conf["spark.sql.session.timeZone"] = "UTC"
         return conf
 
     def _init_session(self) -> None:

@@ -243,6 +243,73 @@ def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
     assert held == dict.fromkeys(bad, "unparseable_event_time")
 
 
+def test_iso_times_are_read_with_or_without_a_zone_and_anything_else_is_unparseable(tmp_path, spark):
+    """A final `Z` takes a shorter path than the other zones (`parse._iso_timestamp`): the same instants."""
+    raw = builtin_spec_data("playback")
+    raw["name"] = f"case_{next(_names)}"
+    raw["archive"]["location"] = str(tmp_path / "archive")
+    raw["archive"]["allow_outside_data_roots"] = True
+    raw["first_partition"] = "2026-09-01"
+    spec = StreamSpec.model_validate(raw)
+    good = {
+        "z": "2026-09-21T13:33:20Z",
+        "z_micros": "2026-09-21T13:33:20.123456Z",
+        "z_spaces": " 2026-09-21T13:33:20Z ",
+        "z_space": "2026-09-21 13:33:20.5Z",
+        "no_zone": "2026-09-21T13:33:20",
+        "utc": "2026-09-21T13:33:20+00:00",
+        "east": "2026-09-21T15:33:20+02:00",
+        "west": "2026-09-21T08:03:20.25-05:30",
+        "compact": "2026-09-21T15:33:20+0200",
+    }
+    bad = {"date": "2026-09-21", "two_z": "2026-09-21T13:33:20ZZ", "spaced_z": "2026-09-21T13:33:20 Z",
+           "hour_25": "2026-09-21T25:00:00Z", "day_31": "2026-09-31T13:00:00Z", "only_z": "Z"}  # fmt: skip
+    hour = datetime(2026, 9, 21, 13, tzinfo=UTC)
+    records = [v1(name, hour, event_time=value) for name, value in (good | bad).items()]
+    deliver(spec, hour, [json.dumps(r) for r in records])
+    ingest_window(
+        spark, spec, archive_for(spec), hour.replace(hour=0), hour.replace(hour=0) + timedelta(days=1)
+    )
+    rows = events(spark, spec)
+    for name, value in good.items():
+        expected = datetime.fromisoformat(value.strip())
+        expected = expected.astimezone(UTC).replace(tzinfo=None) if expected.tzinfo else expected
+        assert rows[name]["event_time"] == expected, name
+    held = {r["event_id"]: r["reason"] for r in quarantined(spark, spec).values()}
+    assert held == dict.fromkeys(bad, "unparseable_event_time")
+
+
+def test_the_short_path_for_a_final_z_reads_what_sparks_cast_reads(spark):
+    """`_iso_timestamp` against Spark's cast of the trimmed text, on a grid of ISO-like text (valid, out of
+    range, zones of every form, Spark's quirks such as `13:33Z`, which it does not read)."""
+    from pyspark.sql.types import TimestampType
+
+    from backfill_platform.pipeline.events.parse import _ISO_DATETIME, _iso_timestamp
+
+    dates = ["2026-09-21", "2026-9-21", "0001-01-01", "9999-12-31", "2024-02-29", "2026-02-29", "2026-13-01"]
+    times = ["13:33", "13:33:20", "13:33:20.5", "13:33:20.123456", "13:33:20.123456789", "1:2:3", "13:33:",
+             "13", "24:00:00", "23:59:60", "13:33:20.", "13:3"]  # fmt: skip
+    zones = ["Z", "ZZ", " Z", "Z ", "Z\t", "", "+00:00", "+02", "+0200", "-05:30", "UTC", "z"]
+    grid = [
+        f"{pad}{d}{sep}{t}{z}"
+        for d in dates
+        for sep in "T "
+        for t in times
+        for z in zones
+        for pad in ("", " ")
+    ]
+    grid += ["Z", " Z", "2026Z", "2026-09Z", "2026-09-21Z", "2026-09-21TZ"]
+    text = F.col("t")
+    spark_cast = F.when(text.rlike(_ISO_DATETIME), F.trim(text).cast(TimestampType()))
+    ours = F.when(text.rlike(_ISO_DATETIME), _iso_timestamp(text))
+    read = spark.createDataFrame([(t,) for t in grid], "t string").select(
+        "t", spark_cast.cast("string").alias("spark"), ours.cast("string").alias("ours")
+    )
+    rows = read.collect()
+    assert len(rows) == len(grid) and sum(r["ours"] is not None for r in rows) > 500
+    assert [(r["t"], r["spark"], r["ours"]) for r in rows if r["spark"] != r["ours"]] == []
+
+
 def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_ratio(tmp_path, spark):
     from backfill_platform.pipeline.events.checks import quarantine_ratio_check
 

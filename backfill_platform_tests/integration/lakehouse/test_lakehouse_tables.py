@@ -69,6 +69,20 @@ def test_read_at_the_current_snapshot_or_none_reads_the_table_as_it_is(spark, sn
     assert rows(read_at(spark, table, None)) == now
 
 
+def test_a_write_distributed_by_range_gives_the_same_rows_one_file_per_day(spark):
+    # The events write of a big range asks Iceberg for a range distribution (`ingest._spread`).
+    table = table_id(spark, "test_pinned_read", "range_distributed")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    ensure_table(spark, table, [("ts", "timestamp"), ("n", "bigint")], "days(ts)")
+    first, days = datetime(2026, 10, 1), 3
+    data = [(first + timedelta(days=i % days, seconds=i), i) for i in range(days * 400)]
+    snapshot = replace_range(spark.createDataFrame(data, "ts timestamp, n bigint"), table, "ts", first,
+                             first + timedelta(days=days), options={"distribution-mode": "range"})  # fmt: skip
+    assert rows(spark.table(table)) == sorted(data)
+    summary = spark.sql(f"SELECT summary FROM {table}.snapshots WHERE snapshot_id = {snapshot}").first()[0]
+    assert int(summary["added-data-files"]) == days
+
+
 def test_a_long_range_is_written_exactly_one_file_per_day(spark):
     # Beyond FANOUT_UP_TO_DAYS, a write sorts by partition and keeps one file open (not one per day).
     table = table_id(spark, "test_pinned_read", "long_range")

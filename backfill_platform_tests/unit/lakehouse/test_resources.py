@@ -51,6 +51,16 @@ def test_big_reads_generate_no_method_the_jvm_would_not_compile() -> None:
     assert mine.full_spark_config()[limit] == "65535"
 
 
+def test_the_session_zone_is_utc_whatever_a_run_asks() -> None:
+    """Days are UTC days and ISO times are read in the session's zone (`parse._iso_timestamp`)."""
+    catalog = IcebergCatalogResource(
+        jdbc_uri="jdbc:sqlite:c.db", sql_uri="sqlite:///c.db", warehouse="file:///w"
+    )
+    zone = "spark.sql.session.timeZone"
+    asked = SparkIcebergResource(catalog=catalog, spark_config={zone: "America/New_York"})
+    assert asked.full_spark_config()[zone] == "UTC"
+
+
 # --- the embedded catalog -----------------------------------------------------------------------------------
 
 

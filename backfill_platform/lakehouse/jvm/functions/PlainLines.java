@@ -80,9 +80,9 @@ public final class PlainLines {
     return Arrays.asList(paths.split(SEPARATOR, -1));
   }
 
-  // Named classes rather than lambdas: a lambda's call site is linked at run time through method handles, and a
-  // driver JVM mapping the class-data archive failed linking an Iceberg lambda after these had been linked
-  // (`InternalError: no such method: MethodHandle.linkToSpecial`, JDK 17.0.15; not with the archive off).
+  // Named classes rather than lambdas: no call site linked at run time through method handles. (The
+  // `InternalError: no such method: MethodHandle.linkToSpecial` first blamed on lambdas here was a full code
+  // cache, the client compiler's 48 MiB: see LOCAL_CLIENT_JIT_OPTIONS in lakehouse/resources.py.)
 
   /** A task's verdicts on its files, in order; the scanners' buffer is shared by the task's files. */
   private static final class Check implements FlatMapFunction<Iterator<String>, String> {
