@@ -203,7 +203,7 @@ class IcebergCatalogResource(ConfigurableResource):
 # compiled code of Spark's generated classes (the test session did within a minute): the JVM then stops
 # compiling for good ("CodeCache is full. Compiler has been disabled") and fails any call that needs a new
 # method-handle intrinsic (`InternalError: no such method: MethodHandle.linkToSpecial`, seen in Iceberg's
-# commits). The tiered default it keeps; only reserved, not committed, until used.
+# commits). So it keeps the tiered default, 240 MiB, only reserved (not committed) until used.
 LOCAL_CLIENT_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseParallelGC"
 LOCAL_TIERED_JIT_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
@@ -243,7 +243,12 @@ class SparkIcebergResource(LazyPySparkResource):
         ),
     )
     spark_config: dict[str, Any] = Field(
-        default_factory=dict, description="Extra Spark settings, applied last (they win)."
+        default_factory=dict,
+        description=(
+            "Extra Spark settings, applied last (they win), except three the platform forces: "
+            "spark.sql.variable.substitute=false, spark.sql.ansi.enabled=false and "
+            "spark.sql.session.timeZone=UTC."
+        ),
     )
     local_jit: Literal["auto", "client", "tiered"] = Field(
         default="auto",

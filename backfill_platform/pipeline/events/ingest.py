@@ -161,7 +161,13 @@ def ingest_window(
         tables_ready.result()
         events = classified.where(F.col("_kept")).select(*(name for name, _ in events_columns(spec)))
         events_snapshot = replace_range(
-            events, events_table(spark, spec), "event_time", start, end, properties, _spread(partitions)
+            events,
+            events_table(spark, spec),
+            "event_time",
+            start,
+            end,
+            properties,
+            _events_write_options(partitions),
         )
         failpoint(EVENTS_BEFORE_QUARANTINE)
         quarantine_snapshot = replace_range(
@@ -252,19 +258,21 @@ def window_files(spec: StreamSpec, archive: Archive, start: datetime, end: datet
 RANGE_WRITE_FROM_EVENTS = 500_000
 
 
-def _spread(partitions: Mapping[str, PartitionFigures]) -> dict[str, str]:
-    """The events write's options: a big write of several days is distributed by range, not by hash.
+def _events_write_options(partitions: Mapping[str, PartitionFigures]) -> dict[str, str]:
+    """A big write of several days is distributed by range, not by Iceberg's default hash.
 
     Iceberg hashes each day to one of `spark.sql.shuffle.partitions` (8) shuffle partitions, and
     neighbouring days often share one (2026-10-01 and 10-02 do): one task then wrote both while the other
-    cores waited (the big day of `make bench-scale`: 7.0 s in one task). A range gives each task whole days
-    of about equal size, at the price of a sampling job over the cached records (1.4 s there; the write
-    3.9 s in two tasks). Only here: the sampling reads the write's input once more, which is cheap for
-    the cached records and not for a dataset's transform.
+    cores waited. A range gives each task whole days, split by their sampled sizes, at the price of a
+    sampling job over the cached records (docs/performance.md, "The events write in two tasks"). Only when
+    the days besides the biggest hold enough events for a second task to matter; and only here: the
+    sampling reads the write's input once more, cheap for the cached records, not for a dataset's transform.
     """
-    days = sum(1 for figures in partitions.values() if figures.written)
-    events = sum(figures.written for figures in partitions.values())
-    return {"distribution-mode": "range"} if days > 1 and events >= RANGE_WRITE_FROM_EVENTS else {}
+    written = [figures.written for figures in partitions.values()]
+    total = sum(written)
+    besides_biggest = total - max(written, default=0)
+    spread = total >= RANGE_WRITE_FROM_EVENTS and besides_biggest >= RANGE_WRITE_FROM_EVENTS // 2
+    return {"distribution-mode": "range"} if spread else {}
 
 
 @contextmanager

@@ -289,14 +289,14 @@ def test_the_short_path_for_a_final_z_reads_what_sparks_cast_reads(spark):
     dates = ["2026-09-21", "2026-9-21", "0001-01-01", "9999-12-31", "2024-02-29", "2026-02-29", "2026-13-01"]
     times = ["13:33", "13:33:20", "13:33:20.5", "13:33:20.123456", "13:33:20.123456789", "1:2:3", "13:33:",
              "13", "24:00:00", "23:59:60", "13:33:20.", "13:3"]  # fmt: skip
-    zones = ["Z", "ZZ", " Z", "Z ", "Z\t", "", "+00:00", "+02", "+0200", "-05:30", "UTC", "z"]
+    zones = ["Z", "ZZ", " Z", "Z ", "Z\t", "Z\n", "", "+00:00", "+02", "+0200", "-05:30", "UTC", "z"]
     grid = [
         f"{pad}{d}{sep}{t}{z}"
         for d in dates
         for sep in "T "
         for t in times
         for z in zones
-        for pad in ("", " ")
+        for pad in ("", " ", "\t", "\n")  # Spark's cast trims any whitespace, `F.trim` spaces only
     ]
     grid += ["Z", " Z", "2026Z", "2026-09Z", "2026-09-21Z", "2026-09-21TZ"]
     text = F.col("t")
@@ -308,6 +308,16 @@ def test_the_short_path_for_a_final_z_reads_what_sparks_cast_reads(spark):
     rows = read.collect()
     assert len(rows) == len(grid) and sum(r["ours"] is not None for r in rows) > 500
     assert [(r["t"], r["spark"], r["ours"]) for r in rows if r["spark"] != r["ours"]] == []
+
+
+def test_the_parse_refuses_a_session_in_another_zone(tmp_path, spark):
+    """ISO times without a zone, and `Z` times on the short path, are read in the session's zone."""
+    from backfill_platform.pipeline.events.parse import parse_records
+
+    other = spark.newSession()
+    other.conf.set("spark.sql.session.timeZone", "America/New_York")
+    with pytest.raises(ValueError, match="time zone must be UTC, not 'America/New_York'"):
+        parse_records(other.range(1), stream_in(tmp_path))
 
 
 def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_ratio(tmp_path, spark):

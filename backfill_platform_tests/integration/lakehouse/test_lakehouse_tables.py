@@ -70,7 +70,8 @@ def test_read_at_the_current_snapshot_or_none_reads_the_table_as_it_is(spark, sn
 
 
 def test_a_write_distributed_by_range_gives_the_same_rows_one_file_per_day(spark):
-    # The events write of a big range asks Iceberg for a range distribution (`ingest._spread`).
+    # The events write of a big range asks Iceberg for a range distribution (`ingest._events_write_options`):
+    # the option is taken and changes nothing but which task writes a day (a hash gives the same rows).
     table = table_id(spark, "test_pinned_read", "range_distributed")
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     ensure_table(spark, table, [("ts", "timestamp"), ("n", "bigint")], "days(ts)")
