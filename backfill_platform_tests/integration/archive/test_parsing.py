@@ -243,6 +243,7 @@ def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
     assert held == dict.fromkeys(bad, "unparseable_event_time")
 
 
+@pytest.mark.both_spark_lines  # the cast's quirks are the Spark line's own
 def test_iso_times_are_read_with_or_without_a_zone_and_anything_else_is_unparseable(tmp_path, spark):
     """A final `Z` takes a shorter path than the other zones (`parse._iso_timestamp`): the same instants."""
     raw = builtin_spec_data("playback")
@@ -279,6 +280,7 @@ def test_iso_times_are_read_with_or_without_a_zone_and_anything_else_is_unparsea
     assert held == dict.fromkeys(bad, "unparseable_event_time")
 
 
+@pytest.mark.both_spark_lines  # the cast's quirks are the Spark line's own
 def test_the_short_path_for_a_final_z_reads_what_sparks_cast_reads(spark):
     """`_iso_timestamp` against Spark's cast of the trimmed text, on a grid of ISO-like text (valid, out of
     range, zones of every form, Spark's quirks such as `13:33Z`, which it does not read)."""
