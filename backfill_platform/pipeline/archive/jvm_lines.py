@@ -19,6 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 # lakehouse/jvm/functions/PlainLines.java, in the jar every session is given (lakehouse.jars).
+# Paths and verdicts cross py4j as one string each, joined by NUL (no path holds one): py4j would
+# convert a list a round trip per element. PlainLines.SEPARATOR is the same character.
+_SEPARATOR = "\0"
 _PLAIN_LINES = "backfill_platform.functions.PlainLines"
 
 
@@ -32,11 +35,10 @@ def plain_files(spark: SparkSession, paths: list[str], max_line_bytes: int) -> l
     if not paths:
         return []
     function = _plain_lines(spark)
-    # One NUL-separated string each way: py4j would convert a list a round trip per element.
     verdicts = function.check(
-        spark._jsparkSession, "\0".join(paths), max_line_bytes, task_count(spark, len(paths))
+        spark._jsparkSession, _SEPARATOR.join(paths), max_line_bytes, task_count(spark, len(paths))
     )
-    return [why or None for why in verdicts.split("\0")]
+    return [why or None for why in verdicts.split(_SEPARATOR)]
 
 
 def read_plain_lines(spark: SparkSession, files: dict[int, str], max_line_bytes: int) -> DataFrame:
@@ -46,7 +48,7 @@ def read_plain_lines(spark: SparkSession, files: dict[int, str], max_line_bytes:
     rows = function.read(
         spark._jsparkSession,
         ",".join(map(str, indexes)),
-        "\0".join(files[index] for index in indexes),
+        _SEPARATOR.join(files[index] for index in indexes),
         max_line_bytes,
         task_count(spark, len(indexes)),
     )

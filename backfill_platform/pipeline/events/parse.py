@@ -132,10 +132,9 @@ def _iso_timestamp(text: Column) -> Column:
 
     On Spark 3.5 the cast compiles two regular expressions for every value that names a zone (to normalise
     the zone's text; 4.x compiles them once but still runs both): about a tenth of the parse's CPU on an
-    archive of `...Z` times. The session's zone is
-    UTC (`SparkIcebergResource` forces it; `parse_records` refuses another), so a time with seconds and a
-    final `Z` is the same instant without it. (Without seconds Spark reads no zone at all: `13:33Z` is
-    not a time to it, so such text keeps the cast.)
+    archive of `...Z` times. The session's zone is UTC (`SparkIcebergResource` forces it; `parse_records`
+    refuses another), so a time with seconds and a final `Z` is the same instant without it. (Without
+    seconds Spark reads no zone at all: `13:33Z` is not a time to it, so such text keeps the cast.)
     """
     trimmed = F.trim(text)
     # `F.trim` strips spaces only: a `Z` followed by a tab or a line break keeps the cast, which trims
