@@ -75,6 +75,9 @@ TEST_ORDER_ARGS_reverse := --reverse
 # two workers overlap on two cores; 0 runs the whole suite in this one process.
 TEST_WORKERS ?= 2
 BENCH_ARGS ?=
+# The Spark line `make bench` runs beside SPARK_LINE's (the other of the two); empty: none.
+BENCH_OTHER_LINE ?= $(if $(filter $(DEFAULT_SPARK_LINE),$(SPARK_LINE)),$(OTHER_SPARK_LINE),$(DEFAULT_SPARK_LINE))
+BENCH_OTHER_VENV := $(if $(filter $(DEFAULT_SPARK_LINE),$(BENCH_OTHER_LINE)),.venv,.venv-spark-$(BENCH_OTHER_LINE))
 # Arguments of `make jars` (backfill_platform.devtools.jvm_jars), e.g. JARS_ARGS=--offline, or
 # JARS_ARGS='--force --maven-arg=-Dmaven.repo.local=/tmp/m2' to resolve from an empty local repository.
 JARS_ARGS ?=
@@ -216,11 +219,14 @@ ui: setup
 	$(BIN)/python -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); \
 		os.execv(sys.argv[1], sys.argv[1:])' $(BIN)/dagster dev -h $(UI_HOST) -p $(UI_PORT) -w workspace.yaml
 
-# The bench extra (DuckDB) is installed on first use; sizes: `make bench BENCH_ARGS='--days 1 ...'`.
+# The bench extra (DuckDB) is installed on first use; sizes: `make bench BENCH_ARGS='--days 1 ...'`. The
+# comparison and the big day run on the other Spark line too, in its environment (set up first, as for
+# test-other-spark): BENCH_OTHER_LINE= leaves it out.
 bench: setup
 	$(BIN)/python -c 'import duckdb' 2>/dev/null || \
 		$(BIN)/python -m pip install --disable-pip-version-check -e '.[test,bench,$(SPARK_EXTRA)]'
-	$(BIN)/backfill-platform bench $(BENCH_ARGS)
+	$(if $(BENCH_OTHER_LINE),$(MAKE) setup SPARK_LINE=$(BENCH_OTHER_LINE))
+	$(BIN)/backfill-platform bench $(if $(BENCH_OTHER_LINE),--other-line $(CURDIR)/$(BENCH_OTHER_VENV)/bin/python) $(BENCH_ARGS)
 
 # `make bench` plus (f) 2 days x 1.5M events and (g) a year of small files (make would take `--scale`
 # as its own option, hence a target); sizes as for bench, e.g. BENCH_ARGS='--big-events-per-day 500000'.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -90,9 +91,14 @@ def init(path: Path) -> None:
 @click.option("--files-days", type=int, default=365, show_default=True, help="(g): days.")
 @click.option("--files-events-per-day", type=int, default=300, show_default=True, help="(g): events a day.")
 @click.option("--files-per-hour", type=int, default=3, show_default=True, help="(g): files an hour.")
+@click.option(
+    "--other-line",
+    default="",
+    help="The Python of another Spark line's environment: (a)-(c) and the big day run on it too.",
+)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: <data>/bench.")
-def bench(out: Path | None, **sizes: int) -> None:
+def bench(out: Path | None, **options: Any) -> None:
     """Compare bare Spark, the events step, the validated backfill and DuckDB (in data/bench)."""
     from backfill_platform.devtools.bench.harness import BenchConfig, run_bench
 
-    run_bench(BenchConfig(**sizes, **({"out": out.resolve()} if out else {})))
+    run_bench(BenchConfig(**options, **({"out": out.resolve()} if out else {})))

@@ -194,6 +194,9 @@ def _overwrite(
         writer = writer.option(key, value)
     for key, value in {**(properties or {}), WRITE_ID: write_id}.items():
         writer = writer.option(f"snapshot-property.{key}", str(value))
+    # Spark's UI and event log name the write's jobs (a DataFrame write has no call site of its own).
+    context = df.sparkSession.sparkContext
+    context.setJobDescription(f"write {identifier}")
     try:
         writer.overwrite(condition)
     except Exception as error:
@@ -201,6 +204,8 @@ def _overwrite(
         if refusal is None:
             raise
         raise ValueError(refusal) from None
+    finally:
+        context.setJobDescription(None)  # None clears it
     return snapshot_of_write(df.sparkSession, identifier, write_id)
 
 

@@ -8,8 +8,10 @@ platform wrote the same events (read back from their tables).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 from rich.console import Console
 
@@ -19,7 +21,9 @@ pytestmark = pytest.mark.long_running(minutes=3)
 
 
 def test_bench_smoke(tmp_path: Path) -> None:
-    # The validated backfill is left out to keep the test short: it runs the same events step first.
+    # The validated backfill is left out to keep the test short: it runs the same events step first. The
+    # "other line" is this environment's own Python, asked as another line's is (its own process computes
+    # the baseline's settings): the test's environment holds one line.
     config = BenchConfig(
         days=1,
         events_per_day=500,
@@ -27,6 +31,8 @@ def test_bench_smoke(tmp_path: Path) -> None:
         range_days=0,
         short_days=0,
         variants=("baseline", "events", "duckdb"),
+        other_line=sys.executable,
+        other_line_variants=("baseline", "events"),
         out=tmp_path / "bench",
     )
     with (tmp_path / "report.txt").open("w") as report:
@@ -34,24 +40,41 @@ def test_bench_smoke(tmp_path: Path) -> None:
 
     result = json.loads((tmp_path / "bench" / RESULT_FILE).read_text())
     expected = {"baseline", "events"} | ({"duckdb"} if duckdb_installed() else set())
-    assert {r["variant"] for r in result["runs"]} == expected
+    default = [r for r in result["runs"] if r["line"] == "default"]
+    assert {r["variant"] for r in default} == expected
     assert set(result["variants"]) == expected
+    other = [r for r in result["runs"] if r["line"] == "other"]
+    assert sorted(r["variant"] for r in other) == ["baseline", "events"]
+    assert {r["spark"] for r in result["runs"]} == {pyspark.__version__} == {result["other_line"]["spark"]}
+    assert result["other_line"]["variants"]["baseline"]["ratio_wall"] == 1.0
+    assert result["other_line"]["variants"]["events"]["ratio_wall"] > 0
     for run in result["runs"]:
         assert run["wall_s"] >= run["in_process_s"] > 0
         if run["variant"] != "duckdb":
             assert run["spark_jobs"] > 0 and run["driver_peak_rss_mib"] > 0
     platform = next(r for r in result["runs"] if r["variant"] == "events")
     assert 0 < platform["jobs_after_events_write"] < platform["spark_jobs"]
+    # Where its time went, from its event log: the events write is named by the platform's job
+    # description, the read by PySpark's call site in the events step's module.
+    labels = {job["label"]: job for job in platform["jobs"]}
+    assert any(label.startswith("write ") and label.endswith(".raw.playback_events") for label in labels)
+    assert any("pipeline/events/ingest.py" in label for label in labels)
+    assert sum(job["jobs"] for job in platform["jobs"]) == platform["spark_jobs"]
+    assert all(job["seconds"] >= 0 and job["task_s"] >= job["cpu_s"] >= 0 for job in platform["jobs"])
 
-    rows = {r["variant"]: r["rows"] for r in result["runs"]}
+    rows = {r["variant"]: r["rows"] for r in default}
     assert rows["baseline"] == rows["events"] == platform["expected_rows"] > 0
     assert rows.get("duckdb", rows["baseline"]) == rows["baseline"]
     assert result["rows_equal"] is True
     assert result["variants"]["baseline"]["ratio_wall"] == 1.0
     targets = {t["target"]: t for t in result["targets"]}
-    assert len(targets) == 7 and all("goal" in t and "pass" in t for t in targets.values())
+    assert len(targets) == 9 and all("goal" in t and "pass" in t for t in targets.values())
+    on_other = [t for t in targets.values() if t["target"].endswith(f"Spark {pyspark.__version__}")]
+    assert [t["goal"] for t in on_other] == ["≤ 1.5x", "≤ 1.3x"]
+    assert on_other[1]["measured"] == result["other_line"]["variants"]["events"]["ratio_wall"]
     printed = (tmp_path / "report.txt").read_text()
     assert "targets" in printed and ("PASS" in printed or "MISS" in printed)
+    assert f"where the median run's time goes, Spark {pyspark.__version__}" in printed
 
 
 def test_bench_scale_cases(tmp_path: Path) -> None:

@@ -16,6 +16,10 @@ interleaved, against bare Spark on the same archive: (f) the big day (`big_days 
 one file per hour) and (g) many small files (`files_days` of a low-volume stream, `files_events_per_day`
 events a day in `files_per_hour` files an hour). Platform runs report each step's seconds and the
 seconds per partition no Spark job ran (`measure.step_figures`).
+
+With `other_line` (the Python of another Spark line's environment, e.g. `.venv-spark-4.1/bin/python`;
+`make bench` passes it), (a)-(c) of the comparison and the big day run again on that line, interleaved
+with the default line's runs, and their ratios are reported beside the default's.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -36,6 +41,7 @@ from backfill_platform import settings
 from backfill_platform.devtools.bench.baselines import DUCKDB_TABLE, SPARK_TABLE
 from backfill_platform.devtools.bench.measure import (
     event_log_settings,
+    jobs_by_label,
     read_back,
     spark_figures,
     step_figures,
@@ -44,6 +50,7 @@ from backfill_platform.specs.durations import DAY, HOUR, midnight
 
 STREAM = "playback"
 RESULT_FILE = "result.json"
+DEFAULT_LINE, OTHER_LINE = "default", "other"
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,9 @@ class BenchConfig:
     files_events_per_day: int = 300
     files_per_hour: int = 3
     scale_variants: tuple[str, ...] = ("baseline", "events", "backfill")
+    # The Python of another Spark line's environment: (a)-(c) and the big day run on it too; "": not run.
+    other_line: str = ""
+    other_line_variants: tuple[str, ...] = ("baseline", "events", "backfill")
     start: date = date(2026, 10, 1)
     out: Path = field(default_factory=lambda: settings.data_dir() / "bench")
 
@@ -87,6 +97,7 @@ class Run:
     first: date
     days: int
     run_dir: Path
+    line: str = DEFAULT_LINE  # DEFAULT_LINE or OTHER_LINE: which Spark line's Python runs it
 
 
 def duckdb_installed() -> bool:
@@ -150,17 +161,31 @@ def plan(
     runs_dir = config.out / "runs"
     runs: list[Run] = []
 
-    def add(variant: str, group: str, archive: Archive, first: date, days: int, shared: str = "") -> None:
-        label = f"{len(runs) + 1:02d}-{variant}-{group}"
-        runs.append(Run(label, variant, group, archive, first, days, runs_dir / (shared or label)))
+    def add(
+        variant: str,
+        group: str,
+        archive: Archive,
+        first: date,
+        days: int,
+        shared: str = "",
+        line: str = DEFAULT_LINE,
+    ) -> None:
+        label = f"{len(runs) + 1:02d}-{variant}-{group}" + (f"-{line}" if line != DEFAULT_LINE else "")
+        runs.append(Run(label, variant, group, archive, first, days, runs_dir / (shared or label), line))
 
     variants = [v for v in config.variants if v != "duckdb" or config.duckdb]
+    other = [v for v in config.other_line_variants if v != "duckdb"] if config.other_line else []
     for _ in range(config.repetitions if large is not None else 0):
         for variant in variants:
             add(variant, "compare", large, config.start, config.days)
+        for variant in other:
+            add(variant, "compare", large, config.start, config.days, line=OTHER_LINE)
     for archive in scale or []:
         for variant in config.scale_variants:
             add(variant, archive.label, archive, config.start, archive.days)
+        if archive.label == "big":
+            for variant in (v for v in other if v in config.scale_variants):
+                add(variant, archive.label, archive, config.start, archive.days, line=OTHER_LINE)
         if archive.label == "files" and "backfill" in config.scale_variants and config.short_days:
             # The driver's memory over a year against a few days of the same stream.
             add("backfill", "files_short", archive, config.start, config.short_days)
@@ -179,7 +204,7 @@ def plan(
     return runs
 
 
-def _environment(run: Run) -> dict[str, str]:
+def _environment(run: Run, python: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_PLATFORM_CATALOG_")}
     env.pop(settings.SPECS_ENV, None)  # the bench measures the package's own stream and dataset
     env.update(
@@ -190,12 +215,40 @@ def _environment(run: Run) -> dict[str, str]:
             settings.WAREHOUSE_ENV: (run.run_dir / "warehouse").as_uri(),
             "TZ": "UTC",
             "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "PYSPARK_PYTHON": python
+            if python != sys.executable
+            else os.environ.get("PYSPARK_PYTHON", python),
         }
     )
     if os.environ.get(settings.CATALOG_NAME_ENV):
         env[settings.CATALOG_NAME_ENV] = os.environ[settings.CATALOG_NAME_ENV]
     return env
+
+
+def spark_version(python: str) -> str:
+    """The PySpark version of an environment's Python (the line a run measured)."""
+    code = "import pyspark; print(pyspark.__version__)"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _other_line_baseline_conf(
+    python: str, env: dict[str, str], event_log: Path, read_bytes: int
+) -> dict[str, str]:
+    """`baseline_spark_conf` as another line's environment computes it (its jars and class archive are
+    its own): that line's Python is asked."""
+    code = (
+        "import json, os, sys; from pathlib import Path; "
+        "from backfill_platform.devtools.bench.harness import baseline_spark_conf; "
+        "print(json.dumps(baseline_spark_conf(dict(os.environ), Path(sys.argv[1]), int(sys.argv[2]))))"
+    )
+    done = subprocess.run(
+        [python, "-c", code, str(event_log), str(read_bytes)], env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{python} could not compute the baseline's Spark settings:\n{done.stderr[-3000:]}"
+        )
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def baseline_spark_conf(env: dict[str, str], event_log: Path, read_bytes: int) -> dict[str, str]:
@@ -213,9 +266,10 @@ def baseline_spark_conf(env: dict[str, str], event_log: Path, read_bytes: int) -
     return {**spark_from_env(catalog).full_spark_config(read_bytes), **event_log_settings(event_log)}
 
 
-def execute(run: Run, index: int) -> dict:
+def execute(run: Run, index: int, python: str = sys.executable, spark: str = "") -> dict:
+    """One measured run in a fresh process of `python` (an environment of the Spark line `spark`)."""
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    env = _environment(run)
+    env = _environment(run, python)
     files = window_files(run.archive, run.first, run.days)
     spec = {
         "variant": run.variant,
@@ -228,14 +282,17 @@ def execute(run: Run, index: int) -> dict:
     }
     if run.variant == "baseline":
         read_bytes = sum(Path(f).stat().st_size for f in files)
-        spec["spark_conf"] = baseline_spark_conf(env, Path(spec["event_log"]), read_bytes)
+        compute = (
+            baseline_spark_conf if run.line == DEFAULT_LINE else partial(_other_line_baseline_conf, python)
+        )
+        spec["spark_conf"] = compute(env, Path(spec["event_log"]), read_bytes)
     spec_path = run.run_dir / f"spec-{index}.json"
     spec_path.write_text(json.dumps(spec))
     log = run.run_dir / f"output-{index}.log"
     spawned = time.time()
     with log.open("w") as output:
         code = subprocess.call(
-            [sys.executable, "-m", "backfill_platform.devtools.bench.child", str(spec_path)],
+            [python, "-m", "backfill_platform.devtools.bench.child", str(spec_path)],
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -254,11 +311,16 @@ def execute(run: Run, index: int) -> dict:
         if run.variant != "duckdb"
         else {"spark_jobs": None, "jobs_after_events_write": None, "driver_heap_peak_mib": None}
     )
+    jobs = (
+        jobs_by_label(Path(spec["event_log"]), child["job_began"] * 1000) if run.variant != "duckdb" else []
+    )
     days = [(run.first + timedelta(days=i)).isoformat() for i in range(run.days)]
     return {
         "label": run.label,
         "variant": run.variant,
         "group": run.group,
+        "line": run.line,
+        "spark": spark,
         "archive": run.archive.label,
         "first": run.first.isoformat(),
         "days": run.days,
@@ -276,6 +338,7 @@ def execute(run: Run, index: int) -> dict:
         "steps": step_figures(child["steps"], Path(spec["event_log"]), run.days)
         if child.get("steps")
         else {},
+        "jobs": jobs,
     }
 
 
@@ -323,14 +386,20 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
     console.print(f"archives generated in {time.monotonic() - step:.1f} s")
 
     runs = plan(config, large, small, scale)
+    pythons = {DEFAULT_LINE: sys.executable, OTHER_LINE: config.other_line}
+    versions = {line: spark_version(python) for line, python in pythons.items() if python}
+    console.print(
+        "Spark lines: "
+        + ", ".join(f"{line} {version} ({pythons[line]})" for line, version in versions.items())
+    )
     records: list[dict] = []
     partial = out / "runs" / "records.json"  # what ran so far, should a later run fail
     for index, run in enumerate(runs, start=1):
-        record = execute(run, index)
+        record = execute(run, index, pythons[run.line], versions[run.line])
         records.append(record)
         partial.write_text(json.dumps(records, indent=2))
         console.print(
-            f"[{index}/{len(runs)}] {run.variant:<8} {run.group:<7} {run.first} +{run.days}d: "
+            f"[{index}/{len(runs)}] {run.variant:<8} {run.group:<7} {versions[run.line]:<6} {run.first} +{run.days}d: "
             f"{record['wall_s']:6.1f} s wall, {record['in_process_s']:6.1f} s in process, "
             f"{record['spark_jobs'] if record['spark_jobs'] is not None else '-'} Spark jobs, "
             f"{record['rows']:,} rows" + (f", {record['jit']} JIT" if record.get("jit") else "")
@@ -339,6 +408,7 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
         "started": began.isoformat(),
         "finished": datetime.now(UTC).isoformat(),
         "machine": {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()},
+        "spark": versions,
         "config": {**asdict(config), "start": config.start.isoformat(), "out": str(out)},
         "archives": {
             a.label: {"days": a.days, "events_per_day": a.events_per_day, **a.totals, "written": a.written}

@@ -8,6 +8,9 @@
   read by the run itself when its job is done; its pid comes from the JVM (`ProcessHandle`). The event
   log's peak heap of the driver (`SparkListenerStageExecutorMetrics`) is kept beside it.
 * **Rows** are read back from the run's own catalog with PyIceberg (a scan of one column), after the run.
+* **Where a run's time goes**: each Spark job's seconds, its tasks' seconds and CPU, and what submitted it
+  (the platform's job description, e.g. `write raw.playback_events`, else PySpark's call site
+  `collect at pipeline/events/ingest.py:330`), from the same event log (`jobs_by_label`).
 """
 
 from __future__ import annotations
@@ -139,3 +142,46 @@ def step_figures(steps: dict[str, list[float]], directory: Path, days: int) -> d
             "driver_ms_per_partition": round(1000 * driver / max(days, 1), 1),
         }
     return figures
+
+
+def _job_label(properties: dict[str, str]) -> str:
+    """What submitted a job: the platform's description (its writes set one), else PySpark's call site
+    shortened to the platform's module, else Spark's own (an Iceberg scan, a planning job)."""
+    label = properties.get("spark.job.description") or properties.get("callSite.short") or "other"
+    return label.split("backfill_platform/", 1)[-1] if "backfill_platform/" in label else label
+
+
+def jobs_by_label(directory: Path, since_ms: float = 0) -> list[dict[str, Any]]:
+    """A run's Spark jobs (submitted from `since_ms`) summed by what submitted them, longest first: jobs,
+    wall seconds (their sum: jobs of one run seldom overlap), task seconds and task CPU seconds."""
+    events = read_event_log(directory)
+    task_s: dict[int, float] = {}
+    cpu_s: dict[int, float] = {}
+    for e in events:
+        if e.get("Event") == "SparkListenerTaskEnd" and e.get("Task Metrics"):
+            stage = e["Stage ID"]
+            task_s[stage] = task_s.get(stage, 0.0) + e["Task Metrics"].get("Executor Run Time", 0) / 1000
+            cpu_s[stage] = cpu_s.get(stage, 0.0) + e["Task Metrics"].get("Executor CPU Time", 0) / 1e9
+    started = {
+        e["Job ID"]: e
+        for e in events
+        if e.get("Event") == "SparkListenerJobStart" and e["Submission Time"] >= since_ms
+    }
+    labels: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.get("Event") != "SparkListenerJobEnd" or e["Job ID"] not in started:
+            continue
+        start = started[e["Job ID"]]
+        stages = [info["Stage ID"] for info in start.get("Stage Infos", [])]
+        row = labels.setdefault(
+            _job_label(start.get("Properties") or {}),
+            {"jobs": 0, "seconds": 0.0, "task_s": 0.0, "cpu_s": 0.0},
+        )
+        row["jobs"] += 1
+        row["seconds"] += (e["Completion Time"] - start["Submission Time"]) / 1000
+        row["task_s"] += sum(task_s.get(stage, 0.0) for stage in stages)
+        row["cpu_s"] += sum(cpu_s.get(stage, 0.0) for stage in stages)
+    return sorted(
+        ({"label": label, **{k: round(v, 2) for k, v in row.items()}} for label, row in labels.items()),
+        key=lambda row: -row["seconds"],
+    )

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from backfill_platform.devtools.bench.harness import DEFAULT_LINE, OTHER_LINE
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -44,11 +46,41 @@ def _slope(points: list[tuple[int, float]]) -> float | None:
     return round(num / sum((d - mean_d) ** 2 for d, _ in points), 3)
 
 
+def _on_line(runs: list[dict], line: str) -> list[dict]:
+    return [r for r in runs if r.get("line", DEFAULT_LINE) == line]
+
+
 def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
-    runs = result["runs"]
+    every_line = result["runs"]
+    runs = _on_line(every_line, DEFAULT_LINE)
     groups = ("compare", "range", "daily", "warm", "short", "long")
     group = {g: [r for r in runs if r["group"] == g] for g in groups}
     compare = group["compare"]
+    everywhere = _of(every_line, "compare")
+    summary: dict[str, Any] = {
+        "variants": _compare_variants(compare),
+        "rows_equal": (
+            len({r["rows"] for r in everywhere}) == 1
+            and all(r["rows"] == r["expected_rows"] for r in everywhere)
+        )
+        if everywhere
+        else None,
+    }
+    other = _on_line(every_line, OTHER_LINE)
+    if other:
+        summary["other_line"] = {
+            "spark": other[0].get("spark"),
+            "variants": _compare_variants(_of(other, "compare")),
+            "scale": {g: _scale_case(group_runs) for g in SCALE_CASES if (group_runs := _of(other, g))},
+        }
+    _summarize_ranges(summary, group)
+    _summarize_scale(summary, runs)
+    summary["targets"] = _targets(summary, config)
+    return summary
+
+
+def _compare_variants(compare: list[dict]) -> dict[str, dict[str, Any]]:
+    """Each variant of the comparison on one Spark line: medians, and ratios to that line's bare Spark."""
     base_wall = _median([r for r in compare if r["variant"] == "baseline"], "wall_s")
     base_in = _median([r for r in compare if r["variant"] == "baseline"], "in_process_s")
     variants = {}
@@ -68,15 +100,14 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
             "jobs_after_events_write": _median(mine, "jobs_after_events_write"),
             "driver_peak_rss_mib": _median(mine, "driver_peak_rss_mib"),
             "rows": sorted({r["rows"] for r in mine}),
+            # Where the median run's time went, by what submitted each Spark job (`measure.jobs_by_label`).
+            "jobs": sorted(mine, key=lambda r: r["wall_s"])[len(mine) // 2].get("jobs", []),
         }
-    summary: dict[str, Any] = {
-        "variants": variants,
-        "rows_equal": (
-            len({r["rows"] for r in compare}) == 1 and all(r["rows"] == r["expected_rows"] for r in compare)
-        )
-        if compare
-        else None,
-    }
+    return variants
+
+
+def _summarize_ranges(summary: dict[str, Any], group: dict[str, list[dict]]) -> None:
+    """(d): one run of a range against its one-day runs, the warm refresh, the marginal day, memory."""
     daily, one_run = group["daily"], group["range"]
     if daily and one_run:
         total = round(sum(r["wall_s"] for r in daily), 3)
@@ -115,6 +146,10 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
             "long_peak_rss_mib": long["driver_peak_rss_mib"],
             "long_over_short": _ratio(long["driver_peak_rss_mib"], short["driver_peak_rss_mib"]),
         }
+
+
+def _summarize_scale(summary: dict[str, Any], runs: list[dict]) -> None:
+    """(f) and (g) on the default line, the year's driver time per extra day and its live heap."""
     summary["scale"] = {g: _scale_case(group_runs) for g in SCALE_CASES if (group_runs := _of(runs, g))}
     year = [r for r in _of(runs, "files") if r["variant"] == "backfill"]
     if year and _of(runs, "files_short"):
@@ -136,8 +171,6 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
                 year[0]["driver_live_heap_peak_mib"], short["driver_live_heap_peak_mib"]
             ),
         }
-    summary["targets"] = _targets(summary, config)
-    return summary
 
 
 SCALE_CASES = {"big": "(f) big day", "files": "(g) many small files"}
@@ -184,8 +217,13 @@ def _scale_case(runs: list[dict]) -> dict[str, Any]:
             "files_per_s": round(case["files"] / (events_s or wall), 1) if wall else None,
             "live_heap_mib": mine[0].get("driver_live_heap_peak_mib"),
             "steps": steps,
+            "jobs": mine[0].get("jobs", []),
         }
     return case
+
+
+# The validated backfill against bare Spark on the same archive, and the events step alone (#35's goals).
+VALIDATED_GOAL, EVENTS_GOAL = 1.5, 1.3
 
 
 def _targets(summary: dict, config: BenchConfig) -> list[dict]:
@@ -193,49 +231,58 @@ def _targets(summary: dict, config: BenchConfig) -> list[dict]:
     warm = summary.get("warm_refresh", {})
     size = f"{config.days} x {config.events_per_day:,}"
     refresh = f"1-day x {config.refresh_events_per_day:,}"
+    other = summary.get("other_line")
+    lines = [("", v), *([(f", Spark {other['spark']}", other["variants"])] if other else [])]
     rows = [
-        (f"validated backfill / bare Spark ({size}, wall)", "≤ 1.3x", v.get("backfill", {}).get("ratio_wall"), 1.3),
-        (f"events step / bare Spark ({size}, wall)", "≤ 1.15x", v.get("events", {}).get("ratio_wall"), 1.15),
+        row
+        for line, variants in lines
+        for row in (
+            (
+                f"validated backfill / bare Spark ({size}, wall){line}",
+                f"≤ {VALIDATED_GOAL}x",
+                variants.get("backfill", {}).get("ratio_wall"),
+                VALIDATED_GOAL,
+            ),
+            (
+                f"events step / bare Spark ({size}, wall){line}",
+                f"≤ {EVENTS_GOAL}x",
+                variants.get("events", {}).get("ratio_wall"),
+                EVENTS_GOAL,
+            ),
+        )
+    ]
+    rows += [
         (f"{refresh} validated refresh, in process (median)", "≤ 15 s", rng.get("refresh_median_in_process_s"), 15),
         (f"{refresh} refresh: Spark jobs after the events write (median)", "≤ 25", rng.get("refresh_median_jobs_after_events_write"), 25),
         (f"{refresh} refresh in a process that ran the day before (warm JVM)", "≤ 15 s", warm.get("in_process_s"), 15),
         (f"marginal cost per extra day in one run ({config.refresh_events_per_day:,}/day)", "≤ 1 s", summary.get("marginal_s_per_day"), 1.0),
         (f"driver JVM peak RSS, {mem.get('long_days', config.long_days)}-day / {mem.get('short_days', config.short_days)}-day range", "≤ 1.2x", mem.get("long_over_short"), 1.2),
     ]  # fmt: skip
-    for group, name in SCALE_CASES.items():
-        case = summary.get("scale", {}).get(group)
+    big_lines = [("", summary.get("scale", {}).get("big"))]
+    if other and other["scale"].get("big"):
+        big_lines.append((f", Spark {other['spark']}", other["scale"]["big"]))
+    for line, case in big_lines:
         if case is None:
             continue
-        label = f"{name} ({case['days']} d, {case['files']:,} files)"
+        label = f"{SCALE_CASES['big']} ({case['days']} d, {case['files']:,} files)"
         platform = case["variants"]
-        if group == "big":
-            rows.append(
-                (
-                    f"{label}: validated backfill / bare Spark (wall)",
-                    "≤ 1.7x",
-                    platform.get("backfill", {}).get("ratio_wall"),
-                    1.7,
-                )
-            )
-        rows.append(
-            (
-                f"{label}: events step / bare Spark (wall)",
-                "≤ 1.5x",
-                platform.get("events", {}).get("ratio_wall"),
-                1.5,
-            )
-        )
-        if group == "files":
-            steps = platform.get("backfill", {}).get("steps", {})
-            worst = max((f["driver_ms_per_partition"] for f in steps.values()), default=None)
-            rows.append((f"{label}: driver time outside Spark jobs / days, ms (worst step)", "≤ 20", worst, 20))  # fmt: skip
-            marginal = case.get("marginal_driver_ms_per_day", {})
-            worst = max(marginal.values(), default=None)
-            rows.append((f"{label}: the same per extra day over the short range, ms (worst step)", "≤ 20", worst, 20))  # fmt: skip
-            memory = summary.get("scale_memory", {})
-            if memory:
-                days = f"{memory['long_days']}-day / {memory['short_days']}-day"
-                rows.append((f"{label}: driver live heap after GC, {days} backfill", "≤ 1.2x", memory["long_over_short"], 1.2))  # fmt: skip
+        rows.append((f"{label}: validated backfill / bare Spark (wall){line}", f"≤ {VALIDATED_GOAL}x", platform.get("backfill", {}).get("ratio_wall"), VALIDATED_GOAL))  # fmt: skip
+        rows.append((f"{label}: events step / bare Spark (wall){line}", f"≤ {EVENTS_GOAL}x", platform.get("events", {}).get("ratio_wall"), EVENTS_GOAL))  # fmt: skip
+    case = summary.get("scale", {}).get("files")
+    if case is not None:
+        label = f"{SCALE_CASES['files']} ({case['days']} d, {case['files']:,} files)"
+        platform = case["variants"]
+        rows.append((f"{label}: validated backfill / bare Spark (wall)", "≤ 1.0x", platform.get("backfill", {}).get("ratio_wall"), 1.0))  # fmt: skip
+        steps = platform.get("backfill", {}).get("steps", {})
+        worst = max((f["driver_ms_per_partition"] for f in steps.values()), default=None)
+        rows.append((f"{label}: driver time outside Spark jobs / days, ms (worst step)", "≤ 20", worst, 20))  # fmt: skip
+        marginal = case.get("marginal_driver_ms_per_day", {})
+        worst = max(marginal.values(), default=None)
+        rows.append((f"{label}: the same per extra day over the short range, ms (worst step)", "≤ 20", worst, 20))  # fmt: skip
+        memory = summary.get("scale_memory", {})
+        if memory:
+            days = f"{memory['long_days']}-day / {memory['short_days']}-day"
+            rows.append((f"{label}: driver live heap after GC, {days} backfill", "≤ 1.2x", memory["long_over_short"], 1.2))  # fmt: skip
     return [
         {"target": name, "goal": goal, "measured": value, "pass": None if value is None else value <= limit}
         for name, goal, value, limit in rows
@@ -250,24 +297,61 @@ def _fmt(value: Any, digits: int = 1, suffix: str = "") -> str:
     return f"{value:,}{suffix}"
 
 
-def print_report(result: dict, config: BenchConfig, console: Console) -> None:
-    archive = result["archives"].get("compare", {"lines": 0})
-    table = Table(
-        title=f"(a)-(c), (e): {config.days} days x {config.events_per_day:,} events "
-        f"({archive['lines']:,} archive lines), medians of {config.repetitions} interleaved runs"
-    )
+def _compare_table(title: str, variants: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title=title)
     for column in ("variant", "runs", "wall s", "in process s", "x bare Spark (wall)", "x (in process)",
                    "events/s (wall)", "Spark jobs", "jobs after events write", "driver peak RSS MiB", "rows"):  # fmt: skip
         table.add_column(column, justify="left" if column == "variant" else "right")
-    for variant, s in result["variants"].items():
+    for variant, s in variants.items():
         table.add_row(
             NAMES[variant], str(s["runs"]), _fmt(s["median_wall_s"]), _fmt(s["median_in_process_s"]),
             _fmt(s["ratio_wall"], 2, "x"), _fmt(s["ratio_in_process"], 2, "x"), _fmt(s["events_per_s"]),
             _fmt(s["spark_jobs"], 0), _fmt(s["jobs_after_events_write"], 0), _fmt(s["driver_peak_rss_mib"], 0),
             " / ".join(f"{n:,}" for n in s["rows"]),
         )  # fmt: skip
-    if table.row_count:
-        console.print(table)
+    return table
+
+
+# Jobs shown per run in "where the time goes": the longest, which hold nearly all of a run's job time.
+JOBS_SHOWN = 8
+
+
+def _jobs_table(title: str, variants: dict[str, dict[str, Any]]) -> Table:
+    """Each variant's Spark jobs summed by what submitted them (`measure.jobs_by_label`), longest first."""
+    table = Table(title=title)
+    for column in ("variant", "submitted by", "jobs", "wall s", "task s", "task CPU s"):
+        table.add_column(column, justify="left" if column in ("variant", "submitted by") else "right")
+    for variant, figures in variants.items():
+        jobs = figures.get("jobs") or []
+        for index, job in enumerate(jobs[:JOBS_SHOWN]):
+            table.add_row(
+                NAMES[variant] if index == 0 else "", job["label"][:70], str(job["jobs"]),
+                _fmt(job["seconds"]), _fmt(job["task_s"]), _fmt(job["cpu_s"]),
+            )  # fmt: skip
+        rest = jobs[JOBS_SHOWN:]
+        if rest:
+            table.add_row(
+                "", f"{len(rest)} more", str(sum(j["jobs"] for j in rest)), _fmt(sum(j["seconds"] for j in rest)),
+                _fmt(sum(j["task_s"] for j in rest)), _fmt(sum(j["cpu_s"] for j in rest)),
+            )  # fmt: skip
+    return table
+
+
+def print_report(result: dict, config: BenchConfig, console: Console) -> None:
+    archive = result["archives"].get("compare", {"lines": 0})
+    spark = result.get("spark", {})
+    size = (
+        f"{config.days} days x {config.events_per_day:,} events ({archive['lines']:,} archive lines), "
+        f"medians of {config.repetitions} interleaved runs"
+    )
+    lines = [(spark.get(DEFAULT_LINE, ""), result["variants"])]
+    if "other_line" in result:
+        lines.append((result["other_line"]["spark"], result["other_line"]["variants"]))
+    for version, variants in lines:
+        if variants:
+            console.print(_compare_table(f"(a)-(c), (e) on Spark {version}: {size}", variants))
+            console.print(_jobs_table(f"where the median run's time goes, Spark {version}: {size}", variants))
+    if result["variants"]:
         console.print(f"rows equal across variants and to the generator's truth: {result['rows_equal']}")
 
     ranges = Table(title=f"(d) and memory: validated backfill, {config.refresh_events_per_day:,} events/day")
@@ -302,10 +386,14 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
     console.print(f"marginal seconds per extra day (in process, least squares over the cold runs): "
                   f"{_fmt(result['marginal_s_per_day'], 2)}")  # fmt: skip
 
-    for group, case in result.get("scale", {}).items():
-        scale = Table(
-            title=f"{SCALE_CASES[group]}: {case['days']} days, {case['files']:,} files in the window, one run each"
-        )
+    cases = [(spark.get(DEFAULT_LINE, ""), group, case) for group, case in result.get("scale", {}).items()]
+    cases += [
+        (result["other_line"]["spark"], g, c)
+        for g, c in result.get("other_line", {}).get("scale", {}).items()
+    ]
+    for version, group, case in cases:
+        about = f"{SCALE_CASES[group]} on Spark {version}: {case['days']} days, {case['files']:,} files in the window"
+        scale = Table(title=f"{about}, one run each")
         for column in ("variant", "wall s", "x bare Spark", "events s", "shadow s", "production s",
                        "events/s", "files/s", "driver ms/day (events, shadow, prod)", "live heap MiB", "rows",
                        "= truth"):  # fmt: skip
@@ -320,6 +408,7 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
                 _fmt(v["live_heap_mib"], 0), _fmt(v["rows"]), str(v["rows_equal"]),
             )  # fmt: skip
         console.print(scale)
+        console.print(_jobs_table(f"where the time goes, {about}", case["variants"]))
         if case.get("marginal_driver_ms_per_day"):
             marginal = ", ".join(
                 f"{kind} {ms:,.1f}" for kind, ms in case["marginal_driver_ms_per_day"].items()
