@@ -54,13 +54,20 @@ def test_bench_smoke(tmp_path: Path) -> None:
             assert run["spark_jobs"] > 0 and run["driver_peak_rss_mib"] > 0
     platform = next(r for r in result["runs"] if r["variant"] == "events")
     assert 0 < platform["jobs_after_events_write"] < platform["spark_jobs"]
-    # Where its time went, from its event log: the events write is named by the platform's job
-    # description, the read by PySpark's call site in the events step's module.
-    labels = {job["label"]: job for job in platform["jobs"]}
+    # Where its time went, from its event log, job by job in the order they ran: the events write is named
+    # by the platform's job description, the read by PySpark's call site in the events step's module.
+    jobs = platform["jobs"]
+    labels = [job["label"] for job in jobs]
     assert any(label.startswith("write ") and label.endswith(".raw.playback_events") for label in labels)
-    assert any("pipeline/events/ingest.py" in label for label in labels)
-    assert sum(job["jobs"] for job in platform["jobs"]) == platform["spark_jobs"]
-    assert all(job["seconds"] >= 0 and job["task_s"] >= job["cpu_s"] >= 0 for job in platform["jobs"])
+    assert any(label.startswith("pipeline/events/ingest.py:") for label in labels)
+    assert labels.index(next(x for x in labels if x.startswith("pipeline/events/ingest.py:"))) < next(
+        i for i, x in enumerate(labels) if x.endswith(".raw.playback_events")
+    )  # read before written
+    assert len(jobs) == platform["spark_jobs"] and [j["job"] for j in jobs] == sorted(j["job"] for j in jobs)
+    assert all(job["seconds"] >= 0 and job["task_s"] >= job["cpu_s"] >= 0 for job in jobs)
+    assert sum(job["tasks"] for job in jobs) > len(jobs) / 2  # most jobs ran tasks (some reuse a shuffle)
+    bare = next(r for r in default if r["variant"] == "baseline")
+    assert any(j["label"].startswith("bare Spark: read, deduplicate, write ") for j in bare["jobs"])
 
     rows = {r["variant"]: r["rows"] for r in default}
     assert rows["baseline"] == rows["events"] == platform["expected_rows"] > 0

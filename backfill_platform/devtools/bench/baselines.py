@@ -71,6 +71,7 @@ def spark_baseline(spark, files: list[str], start: datetime, end: datetime, cata
         .where(F.col("event_id").isNotNull() & (F.col("event_time") >= start) & (F.col("event_time") < end))
         .dropDuplicates(["event_id"])
     )
+    spark.sparkContext.setJobDescription(f"bare Spark: read, deduplicate, write {table}")
     events.writeTo(table).overwritePartitions()
 
 

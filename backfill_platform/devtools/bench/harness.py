@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -39,43 +39,19 @@ from rich.console import Console
 
 from backfill_platform import settings
 from backfill_platform.devtools.bench.baselines import DUCKDB_TABLE, SPARK_TABLE
+from backfill_platform.devtools.bench.config import DEFAULT_LINE, OTHER_LINE, BenchConfig
 from backfill_platform.devtools.bench.measure import (
     event_log_settings,
-    jobs_by_label,
     read_back,
     spark_figures,
+    spark_jobs,
     step_figures,
 )
+from backfill_platform.devtools.bench.report import print_report, summarize
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 
 STREAM = "playback"
 RESULT_FILE = "result.json"
-DEFAULT_LINE, OTHER_LINE = "default", "other"
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    days: int = 3
-    events_per_day: int = 200_000
-    repetitions: int = 3
-    refresh_events_per_day: int = 20_000
-    range_days: int = 7  # 0: no (d)
-    short_days: int = 3  # short and long range of the memory comparison; 0: not run
-    long_days: int = 30
-    duckdb: bool = True  # where the `bench` extra is installed
-    variants: tuple[str, ...] = ("baseline", "events", "backfill", "duckdb")  # of the comparison
-    scale: bool = False  # add (f) the big day and (g) many small files
-    big_days: int = 2
-    big_events_per_day: int = 1_500_000
-    files_days: int = 365
-    files_events_per_day: int = 300
-    files_per_hour: int = 3
-    scale_variants: tuple[str, ...] = ("baseline", "events", "backfill")
-    # The Python of another Spark line's environment: (a)-(c) and the big day run on it too; "": not run.
-    other_line: str = ""
-    other_line_variants: tuple[str, ...] = ("baseline", "events", "backfill")
-    start: date = date(2026, 10, 1)
-    out: Path = field(default_factory=lambda: settings.data_dir() / "bench")
 
 
 @dataclass
@@ -311,9 +287,7 @@ def execute(run: Run, index: int, python: str = sys.executable, spark: str = "")
         if run.variant != "duckdb"
         else {"spark_jobs": None, "jobs_after_events_write": None, "driver_heap_peak_mib": None}
     )
-    jobs = (
-        jobs_by_label(Path(spec["event_log"]), child["job_began"] * 1000) if run.variant != "duckdb" else []
-    )
+    jobs = spark_jobs(Path(spec["event_log"]), child["job_began"] * 1000) if run.variant != "duckdb" else []
     days = [(run.first + timedelta(days=i)).isoformat() for i in range(run.days)]
     return {
         "label": run.label,
@@ -343,8 +317,6 @@ def execute(run: Run, index: int, python: str = sys.executable, spark: str = "")
 
 
 def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
-    from backfill_platform.devtools.bench.report import print_report, summarize
-
     console = console or Console(width=160)
     out = config.out
     for stale in ("runs", "archives", "warehouse", "archive"):  # the latter two: the previous bench's

@@ -10,7 +10,7 @@
 * **Rows** are read back from the run's own catalog with PyIceberg (a scan of one column), after the run.
 * **Where a run's time goes**: each Spark job's seconds, its tasks' seconds and CPU, and what submitted it
   (the platform's job description, e.g. `write raw.playback_events`, else PySpark's call site
-  `collect at pipeline/events/ingest.py:330`), from the same event log (`jobs_by_label`).
+  `collect at pipeline/events/ingest.py:330`), from the same event log (`spark_jobs`).
 """
 
 from __future__ import annotations
@@ -151,37 +151,38 @@ def _job_label(properties: dict[str, str]) -> str:
     return label.split("backfill_platform/", 1)[-1] if "backfill_platform/" in label else label
 
 
-def jobs_by_label(directory: Path, since_ms: float = 0) -> list[dict[str, Any]]:
-    """A run's Spark jobs (submitted from `since_ms`) summed by what submitted them, longest first: jobs,
-    wall seconds (their sum: jobs of one run seldom overlap), task seconds and task CPU seconds."""
+def spark_jobs(directory: Path, since_ms: float = 0) -> list[dict[str, Any]]:
+    """A run's Spark jobs (submitted from `since_ms`) in the order they were submitted: what submitted each
+    (`_job_label`), its wall seconds, its tasks, and their seconds and CPU seconds (of the stages it ran;
+    a stage whose shuffle output was reused runs no task)."""
     events = read_event_log(directory)
-    task_s: dict[int, float] = {}
-    cpu_s: dict[int, float] = {}
+    tasks: dict[int, list[float]] = {}  # stage -> [tasks, seconds, CPU seconds]
     for e in events:
         if e.get("Event") == "SparkListenerTaskEnd" and e.get("Task Metrics"):
-            stage = e["Stage ID"]
-            task_s[stage] = task_s.get(stage, 0.0) + e["Task Metrics"].get("Executor Run Time", 0) / 1000
-            cpu_s[stage] = cpu_s.get(stage, 0.0) + e["Task Metrics"].get("Executor CPU Time", 0) / 1e9
+            figures = tasks.setdefault(e["Stage ID"], [0, 0.0, 0.0])
+            figures[0] += 1
+            figures[1] += e["Task Metrics"].get("Executor Run Time", 0) / 1000
+            figures[2] += e["Task Metrics"].get("Executor CPU Time", 0) / 1e9
     started = {
         e["Job ID"]: e
         for e in events
         if e.get("Event") == "SparkListenerJobStart" and e["Submission Time"] >= since_ms
     }
-    labels: dict[str, dict[str, Any]] = {}
+    jobs = []
     for e in events:
         if e.get("Event") != "SparkListenerJobEnd" or e["Job ID"] not in started:
             continue
         start = started[e["Job ID"]]
-        stages = [info["Stage ID"] for info in start.get("Stage Infos", [])]
-        row = labels.setdefault(
-            _job_label(start.get("Properties") or {}),
-            {"jobs": 0, "seconds": 0.0, "task_s": 0.0, "cpu_s": 0.0},
+        stages = [tasks.get(info["Stage ID"], [0, 0.0, 0.0]) for info in start.get("Stage Infos", [])]
+        jobs.append(
+            {
+                "job": e["Job ID"],
+                "label": _job_label(start.get("Properties") or {}),
+                "submitted_ms": start["Submission Time"],
+                "seconds": round((e["Completion Time"] - start["Submission Time"]) / 1000, 2),
+                "tasks": int(sum(stage[0] for stage in stages)),
+                "task_s": round(sum(stage[1] for stage in stages), 2),
+                "cpu_s": round(sum(stage[2] for stage in stages), 2),
+            }
         )
-        row["jobs"] += 1
-        row["seconds"] += (e["Completion Time"] - start["Submission Time"]) / 1000
-        row["task_s"] += sum(task_s.get(stage, 0.0) for stage in stages)
-        row["cpu_s"] += sum(cpu_s.get(stage, 0.0) for stage in stages)
-    return sorted(
-        ({"label": label, **{k: round(v, 2) for k, v in row.items()}} for label, row in labels.items()),
-        key=lambda row: -row["seconds"],
-    )
+    return sorted(jobs, key=lambda job: job["submitted_ms"])

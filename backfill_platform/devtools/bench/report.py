@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from backfill_platform.devtools.bench.harness import DEFAULT_LINE, OTHER_LINE
+from backfill_platform.devtools.bench.config import DEFAULT_LINE, OTHER_LINE, BenchConfig
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-    from backfill_platform.devtools.bench.harness import BenchConfig
 
 NAMES = {
     "baseline": "(a) bare Spark",
@@ -89,6 +87,7 @@ def _compare_variants(compare: list[dict]) -> dict[str, dict[str, Any]]:
         if not mine:
             continue
         wall = _median(mine, "wall_s")
+        median_run = sorted(mine, key=lambda r: r["wall_s"])[len(mine) // 2]
         variants[variant] = {
             "runs": len(mine),
             "median_wall_s": wall,
@@ -100,8 +99,9 @@ def _compare_variants(compare: list[dict]) -> dict[str, dict[str, Any]]:
             "jobs_after_events_write": _median(mine, "jobs_after_events_write"),
             "driver_peak_rss_mib": _median(mine, "driver_peak_rss_mib"),
             "rows": sorted({r["rows"] for r in mine}),
-            # Where the median run's time went, by what submitted each Spark job (`measure.jobs_by_label`).
-            "jobs": sorted(mine, key=lambda r: r["wall_s"])[len(mine) // 2].get("jobs", []),
+            # Where the median run's time went: its Spark jobs (`measure.spark_jobs`).
+            "jobs": median_run.get("jobs", []),
+            "jobs_in_process_s": median_run["in_process_s"],
         }
     return variants
 
@@ -218,6 +218,7 @@ def _scale_case(runs: list[dict]) -> dict[str, Any]:
             "live_heap_mib": mine[0].get("driver_live_heap_peak_mib"),
             "steps": steps,
             "jobs": mine[0].get("jobs", []),
+            "jobs_in_process_s": mine[0]["in_process_s"],
         }
     return case
 
@@ -312,28 +313,34 @@ def _compare_table(title: str, variants: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-# Jobs shown per run in "where the time goes": the longest, which hold nearly all of a run's job time.
-JOBS_SHOWN = 8
+# Jobs of at least this many seconds are shown one by one in "where the time goes"; shorter ones summed.
+JOB_SHOWN_FROM_S = 0.5
 
 
 def _jobs_table(title: str, variants: dict[str, dict[str, Any]]) -> Table:
-    """Each variant's Spark jobs summed by what submitted them (`measure.jobs_by_label`), longest first."""
+    """Each variant's Spark jobs (`measure.spark_jobs`), in the order they ran: the longer ones one by one
+    (what submitted each), the short ones summed; then the time of the run no job was running."""
     table = Table(title=title)
-    for column in ("variant", "submitted by", "jobs", "wall s", "task s", "task CPU s"):
+    for column in ("variant", "job", "submitted by", "wall s", "tasks", "task s", "task CPU s"):
         table.add_column(column, justify="left" if column in ("variant", "submitted by") else "right")
     for variant, figures in variants.items():
         jobs = figures.get("jobs") or []
-        for index, job in enumerate(jobs[:JOBS_SHOWN]):
+        long = [job for job in jobs if job["seconds"] >= JOB_SHOWN_FROM_S]
+        short = [job for job in jobs if job["seconds"] < JOB_SHOWN_FROM_S]
+        for index, job in enumerate(long):
             table.add_row(
-                NAMES[variant] if index == 0 else "", job["label"][:70], str(job["jobs"]),
-                _fmt(job["seconds"]), _fmt(job["task_s"]), _fmt(job["cpu_s"]),
+                NAMES[variant] if index == 0 else "", str(job["job"]), job["label"][:70], _fmt(job["seconds"]),
+                str(job["tasks"]), _fmt(job["task_s"]), _fmt(job["cpu_s"]),
             )  # fmt: skip
-        rest = jobs[JOBS_SHOWN:]
-        if rest:
+        if short:
             table.add_row(
-                "", f"{len(rest)} more", str(sum(j["jobs"] for j in rest)), _fmt(sum(j["seconds"] for j in rest)),
-                _fmt(sum(j["task_s"] for j in rest)), _fmt(sum(j["cpu_s"] for j in rest)),
+                "" if long else NAMES[variant], "", f"{len(short)} shorter jobs", _fmt(sum(j["seconds"] for j in short)),
+                str(sum(j["tasks"] for j in short)), _fmt(sum(j["task_s"] for j in short)),
+                _fmt(sum(j["cpu_s"] for j in short)),
             )  # fmt: skip
+        if jobs:
+            idle = figures["jobs_in_process_s"] - sum(j["seconds"] for j in jobs)
+            table.add_row("", "", "no Spark job running (in process)", _fmt(idle), "", "", "")
     return table
 
 
