@@ -91,8 +91,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 ifndef DAGSTER_HOME
 ifdef BACKFILL_PLATFORM_DATA
 DAGSTER_HOME := $(abspath $(BACKFILL_PLATFORM_DATA))/dagster
-$(shell mkdir -p '$(DAGSTER_HOME)' && sed 's#base_dir: data/dagster#base_dir: $(DAGSTER_HOME)#' \
-	dagster.yaml > '$(DAGSTER_HOME)/dagster.yaml')
+$(shell $(PYTHON) -m backfill_platform.orchestration.dagster_home '$(DAGSTER_HOME)')
 else
 DAGSTER_HOME := $(CURDIR)
 endif

@@ -16,21 +16,37 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from backfill_platform import settings
 
-if TYPE_CHECKING:
-    from backfill_platform.lakehouse.resources import IcebergCatalogResource
-
 TIMEOUT_SECONDS = 10.0
+
+
+class CatalogSettings(Protocol):
+    """What the checks read of a catalog's settings (`resources.IcebergCatalogResource` has it all): the
+    resources build on these checks, not the other way round."""
+
+    rest_uri: str
+    rest_token: str | None
+    rest_credential: str | None
+    warehouse: str
+    s3_endpoint: str
+    s3_region: str
+    s3_path_style: bool
+
+    @property
+    def is_rest(self) -> bool: ...
+
+    def check(self) -> None:
+        """Raises ValueError naming a setting that contradicts another."""
 
 
 class LakehouseConfigError(RuntimeError):
     """The lakehouse settings do not reach a usable catalog or warehouse; the message names which."""
 
 
-def check_lakehouse(catalog: IcebergCatalogResource, timeout: float = TIMEOUT_SECONDS) -> None:
+def check_lakehouse(catalog: CatalogSettings, timeout: float = TIMEOUT_SECONDS) -> None:
     """Raises LakehouseConfigError when the catalog or the warehouse's bucket cannot be used."""
     try:
         catalog.check()
@@ -42,7 +58,7 @@ def check_lakehouse(catalog: IcebergCatalogResource, timeout: float = TIMEOUT_SE
         check_s3_warehouse(catalog, timeout)
 
 
-def check_rest_catalog(catalog: IcebergCatalogResource, timeout: float) -> None:
+def check_rest_catalog(catalog: CatalogSettings, timeout: float) -> None:
     url = catalog.rest_uri.rstrip("/") + "/v1/config"
     if catalog.warehouse:
         url += "?" + urllib.parse.urlencode({"warehouse": catalog.warehouse})
@@ -74,7 +90,7 @@ def check_rest_catalog(catalog: IcebergCatalogResource, timeout: float) -> None:
         ) from None
 
 
-def check_s3_warehouse(catalog: IcebergCatalogResource, timeout: float) -> None:
+def check_s3_warehouse(catalog: CatalogSettings, timeout: float) -> None:
     import boto3
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError

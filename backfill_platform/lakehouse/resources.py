@@ -21,6 +21,7 @@ from pydantic import Field, PrivateAttr
 from backfill_platform import settings
 from backfill_platform.lakehouse import class_archive
 from backfill_platform.lakehouse.jars import default_jars, required_functions_jar, with_jdbc_driver
+from backfill_platform.lakehouse.preflight import check_lakehouse
 
 
 class IcebergCatalogResource(ConfigurableResource):
@@ -350,8 +351,6 @@ class SparkIcebergResource(LazyPySparkResource):
     def _init_session(self) -> None:
         if self._spark_session is None:
             from pyspark.sql import SparkSession
-
-            from backfill_platform.lakehouse.preflight import check_lakehouse
 
             # A wrong catalog or bucket fails here, named, before the run reads or writes anything.
             check_lakehouse(self.catalog)

@@ -163,6 +163,13 @@ def summary(rows: list[Row]) -> str:
     return text + (f"; reason: {', '.join(reasons)}" if reasons else "")
 
 
+# What the tables' `late` counts: not a problem, a measure of the archive's lateness.
+LATE_LEGEND = (
+    "late: events written whose archive line sits in a later ingestion hour than the hour of their event "
+    "time (counted in events written; lines later than the stream's allowed lateness are quarantined instead)"
+)
+
+
 def report_markdown(report: BackfillReport) -> str:
     """The report: per dataset and day the ledger's figures, then the production commits."""
     runs = sorted(report.run_ids - {report.ident})
@@ -192,6 +199,8 @@ def report_markdown(report: BackfillReport) -> str:
             for r in rows
         ]  # fmt: skip
         lines += [markdown_table(header, table), ""]
+    if report.validations or report.events:
+        lines += [f"*{LATE_LEGEND}*", ""]
     lines += ["## Production commits", ""]
     if report.commits:
         header = ["dataset", "snapshot", "committed at", "action", "version", "days", "run"]

@@ -11,7 +11,7 @@ being checked.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -231,6 +231,11 @@ class DatasetSpec(SpecModel):
     def named_sources(self) -> bool:
         """Whether the transform takes its sources as keyword arguments (the `sources` form)."""
         return self.sources is not None
+
+    def apply_transform(self, transform: Callable, frames: Mapping[str, Any]) -> Any:
+        """A version's transform over its sources' events (DataFrames by stream), called the one way the
+        spec's form declares: keyword arguments named as in `sources`, or the one stream's events."""
+        return transform(**frames) if self.named_sources else transform(frames[self.primary_stream])
 
     def source_of(self, rule: EventsAggregate) -> str:
         """The stream an expectation aggregates: its `source`, or the only one."""

@@ -21,9 +21,10 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
-from backfill_platform_tests.support.datasets import production
-from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.datasets import LEDGER, production, shadow_table_of
+from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 from backfill_platform_tests.support.session import DAGSTER_CLI, DAYS, REPO_ROOT, START
 
 pytestmark = pytest.mark.other_writers
@@ -35,8 +36,7 @@ ASSET_KEYS = [
     AssetKey(["shadow", "views_per_title__v2"]),
     AssetKey(["prod", "views_per_title_production"]),
 ]
-LEDGER = "lake.platform.ledger"
-SHADOW = "lake.shadow.views_per_title__v2"
+SHADOW = shadow_table_of("views_per_title")
 PRODUCTION = production("views_per_title").table
 CLI_TIMEOUT_SECONDS = 600
 

@@ -24,11 +24,11 @@ from pyspark.sql import functions as F
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import table_exists
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import GAP_HOUR
-from backfill_platform_tests.support.datasets import production
-from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.datasets import LEDGER, production
 from backfill_platform_tests.support.session import DAYS, START
 from backfill_platform_tests.support.streams import write_stream_copy
 
@@ -153,7 +153,7 @@ def failing_backfill(cli_env, spark) -> Result:
 
 
 def ledger_rows(spark, dataset: str) -> list:
-    return spark.table("lake.platform.ledger").where(F.col("dataset") == dataset).collect()
+    return spark.table(LEDGER).where(F.col("dataset") == dataset).collect()
 
 
 def test_backfill_promotes_and_the_report_matches_ledger_and_production(backfill_result, spark, truth):
@@ -213,7 +213,7 @@ def test_failing_day_prints_the_day_the_check_and_its_numbers(failing_backfill, 
     for reason, n in quarantined.items():
         assert f"{n:,} {'line' if n == 1 else 'lines'} {reason}" in line
     assert table_row(failing_backfill.output, FAILING_DAY)[-1] == "held back"
-    strict_production = "lake.prod.views_cli_strict"
+    strict_production = production("views_cli_strict").table
     assert not table_exists(spark, strict_production) or spark.table(strict_production).count() == 0
 
 

@@ -20,9 +20,10 @@ import pytest
 
 from backfill_platform import settings
 from backfill_platform.components.project import init_project
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import table_row
-from backfill_platform_tests.support.lakehouse import catalog_of, write_dagster_home
+from backfill_platform_tests.support.lakehouse import catalog_of
 from backfill_platform_tests.support.session import REPO_ROOT
 from backfill_platform_tests.support.specs import write_component
 

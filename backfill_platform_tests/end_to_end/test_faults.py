@@ -45,11 +45,12 @@ from backfill_platform.faults import (
     SHADOW_BEFORE_CHECKS,
 )
 from backfill_platform.lakehouse.resources import catalog_from_env
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.orchestration.runs.catalog_lock import lock_path_for
 from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
 from backfill_platform.pipeline.ledger.commits import DAYS
 from backfill_platform.pipeline.ledger.latest import latest_key
-from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir
 from backfill_platform_tests.support.processes import kill, wait_until
 from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT
 

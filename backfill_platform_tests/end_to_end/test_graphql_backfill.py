@@ -28,7 +28,7 @@ from backfill_platform_tests.support.dagster_dev import (
     VIEWS_BACKFILL_TAGS,
 )
 from backfill_platform_tests.support.dagster_graphql import check_executions, materializations
-from backfill_platform_tests.support.datasets import production
+from backfill_platform_tests.support.datasets import INGESTIONS, LEDGER, production, shadow_table_of
 from backfill_platform_tests.support.lakehouse import lakehouse_session
 
 pytestmark = pytest.mark.other_writers
@@ -37,8 +37,7 @@ DAYS = VIEWS_BACKFILL_DAYS
 RANGE_END_EXCLUSIVE = "2026-10-05"
 REASON = VIEWS_BACKFILL_TAGS["backfill_platform/reason"]
 TICKET = VIEWS_BACKFILL_TAGS["backfill_platform/ticket"]
-LEDGER = "lake.platform.ledger"
-SHADOW = "lake.shadow.views_per_title__v2"
+SHADOW = shadow_table_of("views_per_title")
 PRODUCTION = production("views_per_title").table
 
 
@@ -140,11 +139,11 @@ def test_the_join_backfills_its_selected_days_only(views_backfill: dict, dagster
 
     # Read back: the impressions of the day before were ingested by the run; the join's days promoted by it.
     spark = lakehouse_session(spark, dagster_dev.data_dir)
-    for identifier in ("lake.platform.ingestions", LEDGER, "lake.prod.attributed_plays"):
+    for identifier in (INGESTIONS, LEDGER, production("attributed_plays").table):
         spark.sql(f"REFRESH TABLE {identifier}")
     ingested = {
         row["partition"].isoformat(): row
-        for row in spark.table("lake.platform.ingestions").where(F.col("stream") == "impressions").collect()
+        for row in spark.table(INGESTIONS).where(F.col("stream") == "impressions").collect()
     }
     assert sorted(ingested) == [JOIN_DAY_BEFORE, *DAYS]
     assert {(r["run_id"], r["checks_passed"]) for r in ingested.values()} == {(run["runId"], True)}
@@ -152,6 +151,6 @@ def test_the_join_backfills_its_selected_days_only(views_backfill: dict, dagster
         (F.col("dataset") == "attributed_plays") & (F.col("promotion_run_id") == run["runId"])
     )
     assert sorted(r["partition"].isoformat() for r in promoted.collect()) == DAYS
-    production = spark.table("lake.prod.attributed_plays").groupBy("play_date").count().collect()
-    assert sorted(r["play_date"].isoformat() for r in production) == DAYS
-    assert all(r["count"] > 0 for r in production)
+    per_day = spark.table(production("attributed_plays").table).groupBy("play_date").count().collect()
+    assert sorted(r["play_date"].isoformat() for r in per_day) == DAYS
+    assert all(r["count"] > 0 for r in per_day)

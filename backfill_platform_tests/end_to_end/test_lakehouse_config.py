@@ -22,9 +22,10 @@ from backfill_platform import settings
 from backfill_platform.devtools.rest_catalog.server import rest_catalog_server
 from backfill_platform.lakehouse.preflight import LakehouseConfigError, check_lakehouse
 from backfill_platform.lakehouse.resources import IcebergCatalogResource, SparkIcebergResource
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform_tests.conftest import REST_WAREHOUSE_BUCKET
-from backfill_platform_tests.support.lakehouse import own_data_dir, write_dagster_home
+from backfill_platform_tests.support.lakehouse import own_data_dir
 from backfill_platform_tests.support.moto import aws_environment
 from backfill_platform_tests.support.processes import free_port
 from backfill_platform_tests.support.session import DAGSTER_CLI, REPO_ROOT, START, range_tags

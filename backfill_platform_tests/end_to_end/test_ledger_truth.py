@@ -18,6 +18,7 @@ from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.operations.ledger_view import latest, ledger_rows
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.ledger.latest import LATEST_ORDER, latest_per
 from backfill_platform.pipeline.ledger.ledger import (
     LedgerRow,
@@ -37,8 +38,8 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.pipeline.validation.checksums import Fingerprint
-from backfill_platform_tests.support.datasets import dataset, run, write_dataset_spec
-from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir, write_dagster_home
+from backfill_platform_tests.support.datasets import dataset, production, run, write_dataset_spec
+from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 from backfill_platform_tests.support.session import D1, D2, D3, REPO_ROOT
 
 pytestmark = pytest.mark.long_running(minutes=2)
@@ -261,7 +262,7 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
     killed = run_python(env, "-c", KILLED_PROMOTION, name, days[0], D3.isoformat(), days[1])
     assert killed.returncode == -9, killed.stderr[-3000:]
 
-    table = f"lake.prod.{name}"
+    table = production(name).table
     reader = fresh(spark, data, table)
     promoted = current_snapshot_id(reader, table)
     summary = snapshot_summary(reader, table, promoted)

@@ -20,10 +20,10 @@ from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS
-from backfill_platform_tests.support.datasets import production
-from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.datasets import LEDGER, production
 from backfill_platform_tests.support.streams import write_stream_copy
 
 STREAM, DATASET = "playback_sweep", "views_sweep"
@@ -50,7 +50,7 @@ def promoted(sweep_env, spark) -> list:
     """The three days backfilled and promoted; their ledger rows read back."""
     result = invoke("backfill", "--dataset", DATASET, "--start", DAYS[0], "--end", "2026-10-04")
     assert result.exit_code == 0
-    rows = spark.table("lake.platform.ledger").where(F.col("dataset") == DATASET).collect()
+    rows = spark.table(LEDGER).where(F.col("dataset") == DATASET).collect()
     assert sorted(r["partition"].isoformat() for r in rows) == DAYS
     return rows
 
@@ -132,6 +132,9 @@ def test_report_of_the_run_prints_the_ledgers_numbers(report, promoted):
             f"{row['promoted_at']:%Y-%m-%d %H:%M:%S} UTC",
         ]  # fmt: skip
         assert cells[0] == expected
+    # `late` is defined where it is read, once, before the commits.
+    assert written.count("*late: events written whose archive line sits in a later ingestion hour") == 1
+    assert written.index("*late: ") < written.index("## Production commits")
     # The promotion commit, from production's own snapshot properties.
     [commit] = markdown_rows(written, DATASET)
     assert commit[1] == str(promoted[0]["promoted_snapshot_id"]) == str(snapshot)

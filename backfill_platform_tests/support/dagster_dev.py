@@ -27,8 +27,8 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.operations import graphql
 from backfill_platform.operations.graphql import GraphQLClient, SubmitError
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.run_tags import SOURCE_DAYS_BEFORE_TAG
-from backfill_platform_tests.support.lakehouse import write_dagster_home
 from backfill_platform_tests.support.processes import free_port, stop, wait_until
 from backfill_platform_tests.support.session import REPO_ROOT
 

@@ -1,5 +1,5 @@
 """The demo dataset under a test's own name (its own shadow and production tables), and its runs; what a
-dataset's production is named (`production`)."""
+dataset's production is named (`production`), and the platform's tables as the tests' sessions name them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from dagster import AssetCheckEvaluation, AssetKey, ExecuteInProcessResult, mate
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import PROD_NAMESPACE
+from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, PROD_NAMESPACE, SHADOW_NAMESPACE
+from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
 from backfill_platform.pipeline.promotion.assets import build_production_asset, production_key
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table
@@ -54,12 +55,25 @@ class ProductionNames:
         return self.table.split(".", 1)[1]
 
 
+def lake_table(namespace: str, name: str) -> str:
+    """A table as the tests' Spark sessions name it: their catalog has the platform's default name."""
+    return f"{settings.DEFAULT_CATALOG_NAME}.{namespace}.{name}"
+
+
+# The platform's own tables: what each run ingested, and the ledger of promotions.
+INGESTIONS = lake_table(PLATFORM_NAMESPACE, INGESTIONS_TABLE)
+LEDGER = lake_table(PLATFORM_NAMESPACE, LEDGER_TABLE)
+
+
+def shadow_table_of(name: str, version: str = "v2") -> str:
+    """Dataset `name`'s shadow table of `version`, as the platform names it."""
+    return lake_table(SHADOW_NAMESPACE, dataset(name).shadow_table(version))
+
+
 def production(name: str) -> ProductionNames:
     """The names of dataset `name`'s production, from the platform's own naming (`production_key`,
     the production namespace): a test's module constants agree with what the platform writes and shows."""
-    # The tests' Spark sessions name their catalog with the platform's default name.
-    table = f"{settings.DEFAULT_CATALOG_NAME}.{PROD_NAMESPACE}.{name}"
-    return ProductionNames(key=production_key(dataset(name)), table=table)
+    return ProductionNames(key=production_key(dataset(name)), table=lake_table(PROD_NAMESPACE, name))
 
 
 def write_dataset_spec(folder: Path, name: str) -> Path:

@@ -13,11 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import IcebergCatalogResource, catalog_from_env
-from backfill_platform_tests.support.session import REPO_ROOT
 
 
 def own_data_dir(root: Path, archive: Path | None = None) -> Path:
@@ -53,13 +51,3 @@ def lakehouse_session(spark, data_dir: Path):
     for key, value in catalog_of(data_dir).spark_conf().items():
         session.conf.set(key, value)
     return session
-
-
-def write_dagster_home(home: Path) -> None:
-    """The repository's dagster.yaml, with every storage directory moved under `home`."""
-    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
-    config["storage"]["sqlite"]["base_dir"] = str(home / "storage")
-    config["local_artifact_storage"]["config"]["base_dir"] = str(home)
-    config["compute_logs"]["config"]["base_dir"] = str(home / "compute_logs")
-    config["telemetry"] = {"enabled": False}
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from backfill_platform_tests.support.processes import free_port, wait_until
+from backfill_platform_tests.support.processes import free_port, stop, wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -98,11 +98,7 @@ def moto_server(log_dir: Path, timeout_s: float = 60.0) -> Iterator[MotoServer]:
         )
         yield MotoServer(endpoint_url=url, region=REGION)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process, timeout=10)
         log.close()
 
 

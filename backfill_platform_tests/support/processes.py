@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -17,17 +16,13 @@ from typing import TypeVar
 
 import pytest
 
+# The one free port of the tools and the tests.
+from backfill_platform.devtools.tool_process import free_port as free_port
+
 T = TypeVar("T")
 
 # SIGTERM first: `dagster dev` and the Spark cluster's scripts shut their children down on it.
 DEFAULT_STOP_SECONDS = 30
-
-
-def free_port() -> int:
-    """A TCP port on the loopback that nothing listens on now (the OS's choice)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def stop(process: subprocess.Popen, timeout: float = DEFAULT_STOP_SECONDS) -> None:

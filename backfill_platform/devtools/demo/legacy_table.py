@@ -29,6 +29,7 @@ def write_legacy_table(
     events = spark.table(events_table(spark, stream)).where(
         in_range("event_time", midnight(start), midnight(end))
     )
-    output = conform(spec.versions[version].load_transform()(events), spec, version)
+    transform = spec.versions[version].load_transform()
+    output = conform(spec.apply_transform(transform, {stream.name: events}), spec, version)
     replace_range(output, target, spec.partition_column, start, end, {"written-by": f"legacy {version} job"})
     return target

@@ -10,9 +10,7 @@ start and does not fit a small heap). It starts in about 3 to 7 s on two busy co
 from __future__ import annotations
 
 import base64
-import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,6 +19,7 @@ from pathlib import Path
 
 from backfill_platform.devtools.kafka_broker.classpath import BROKER_CLASS, STORAGE_TOOL_CLASS, classpath
 from backfill_platform.devtools.tool_jars import console_log4j2, java_binary
+from backfill_platform.devtools.tool_process import free_port, stop_tool, wait_until_serving
 
 STARTUP_TIMEOUT_SECONDS = 90
 JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
@@ -38,12 +37,6 @@ class KafkaBroker:
     port: int
     log: Path
     process: subprocess.Popen
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 def cluster_id() -> str:
@@ -129,12 +122,7 @@ def kafka_broker(
         _wait_until_serving(process, bootstrap, log)
         yield KafkaBroker(bootstrap, port, log, process)
     finally:
-        process.terminate()  # a clean shutdown takes about a second
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_tool(process, timeout=30)  # a clean shutdown takes about a second
 
 
 def _format(state_dir: Path, properties: Path, env: Mapping[str, str] | None) -> None:
@@ -168,18 +156,13 @@ def _wait_until_serving(process: subprocess.Popen, bootstrap: str, log: Path) ->
             "log_level": 0,
         }
     )
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the Kafka broker exited ({process.returncode}):\n{_tail(log)}")
+
+    def serving() -> bool | None:
         try:
-            if admin.list_topics(timeout=1.0).brokers:
-                return
+            return True if admin.list_topics(timeout=1.0).brokers else None
         except Exception:  # KafkaException (transport, timed out) until the listener is up: poll again
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"the Kafka broker did not answer within {STARTUP_TIMEOUT_SECONDS} s:\n{_tail(log)}")
+            return None
 
-
-def _tail(log: Path, lines: int = 30) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    wait_until_serving(
+        process, serving, what="the Kafka broker", log=log, timeout=STARTUP_TIMEOUT_SECONDS, every=0.1
+    )

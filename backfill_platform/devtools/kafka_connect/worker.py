@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from backfill_platform.devtools.kafka_broker.broker import free_port
 from backfill_platform.devtools.kafka_connect.classpath import WORKER_CLASS, classpath, plugin_path
 from backfill_platform.devtools.tool_jars import console_log4j2, java_binary
+from backfill_platform.devtools.tool_process import free_port, log_tail, stop_tool, wait_until_serving
 
 STARTUP_TIMEOUT_SECONDS = 120
 STOP_TIMEOUT_SECONDS = 30
@@ -125,39 +124,29 @@ def connect_worker(
         _wait_until_serving(process, url, log_path, plugins)
         yield ConnectWorker(url, port, log_path, process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_tool(process, timeout=STOP_TIMEOUT_SECONDS)
 
 
 def _wait_until_serving(process: subprocess.Popen, url: str, log: Path, plugins: Path) -> None:
     """Returns once the REST API lists the sink connector and the metadata transform among its plugins;
     raises with the log's tail if the worker exits first or does not get there in time."""
     wanted = {SINK_CONNECTOR_CLASS, METADATA_TRANSFORM_CLASS}
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"the Kafka Connect worker exited ({process.returncode}); {log}:\n{_tail(log)}"
-            )
+
+    def serving() -> bool | None:
         try:
             answer = _request("GET", f"{url}/connector-plugins?connectorsOnly=false", timeout=2)
         except (OSError, RuntimeError):  # refused until the REST server listens
-            answer = None
-        if answer is not None:
-            listed = {plugin["class"] for plugin in answer}
-            if wanted <= listed:
-                return
+            return None
+        listed = {plugin["class"] for plugin in answer}
+        if not wanted <= listed:
             raise RuntimeError(
                 f"the Kafka Connect worker does not list {sorted(wanted - listed)} among its plugins "
-                f"(plugin.path {plugins}); {log}:\n{_tail(log)}"
+                f"(plugin.path {plugins}); {log}:\n{log_tail(log)}"
             )
-        time.sleep(0.2)
-    raise TimeoutError(
-        f"the Kafka Connect worker did not serve within {STARTUP_TIMEOUT_SECONDS} s; {log}:\n{_tail(log)}"
+        return True
+
+    wait_until_serving(
+        process, serving, what="the Kafka Connect worker", log=log, timeout=STARTUP_TIMEOUT_SECONDS
     )
 
 
@@ -179,7 +168,3 @@ def _request(method: str, url: str, body: Mapping[str, Any] | None = None, timeo
 
 def _quote(name: str) -> str:
     return urllib.parse.quote(name, safe="")
-
-
-def _tail(log: Path, lines: int = 40) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from backfill_platform.devtools.rest_catalog.classpath import MAIN_CLASS, classpath
 from backfill_platform.devtools.tool_jars import java_binary
+from backfill_platform.devtools.tool_process import stop_tool, wait_until_serving
 
 STARTUP_TIMEOUT_SECONDS = 90
 # Jetty's line once it listens: `Started oejs.ServerConnector@…{HTTP/1.1, (http/1.1)}{0.0.0.0:36657}`.
@@ -93,29 +93,22 @@ def rest_catalog_server(
         bound = _wait_until_serving(process, log)
         yield RestCatalogServer(f"http://127.0.0.1:{bound}", bound, warehouse, log, process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_tool(process, timeout=20)
 
 
 def _wait_until_serving(process: subprocess.Popen, log: Path) -> int:
     """The port once `GET /v1/config` answers 200; raises with the log's tail if the server exits first."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     port: int | None = None
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the REST catalog server exited ({process.returncode}):\n{_tail(log)}")
+
+    def serving() -> int | None:
+        nonlocal port
         if port is None:
             found = _LISTENING.search(log.read_text(errors="replace"))
             port = int(found.group(1)) if found else None
-        if port is not None and _answers(f"http://127.0.0.1:{port}/v1/config"):
-            return port
-        time.sleep(0.2)
-    raise TimeoutError(
-        f"the REST catalog server did not serve within {STARTUP_TIMEOUT_SECONDS} s:\n{_tail(log)}"
+        return port if port is not None and _answers(f"http://127.0.0.1:{port}/v1/config") else None
+
+    return wait_until_serving(
+        process, serving, what="the REST catalog server", log=log, timeout=STARTUP_TIMEOUT_SECONDS
     )
 
 
@@ -125,7 +118,3 @@ def _answers(url: str) -> bool:
             return response.status == 200
     except (urllib.error.URLError, OSError):
         return False
-
-
-def _tail(log: Path, lines: int = 30) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])

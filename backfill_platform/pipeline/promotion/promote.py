@@ -271,6 +271,9 @@ def compare_buckets(
             got.row_hash,
         ):
             return None
-        return f"rows {got.rows} vs {want.rows}, row hash {got.row_hash} vs {want.row_hash}"
+        return (
+            f"production {got.rows} rows, the shadow {want.rows}; row hash {got.row_hash} in production, "
+            f"{want.row_hash} in the shadow"
+        )
 
     return failing_buckets(shadow, production, differs)[1]

@@ -125,8 +125,7 @@ def build_shadow_asset(
         judged = judge_inputs(session, spec, reads, days)
         # Persisted: the range check before the write and the write itself must not run the transform twice.
         frames = {name: read.events for name, read in reads.items()}
-        computed = transform(**frames) if spec.named_sources else transform(frames[spec.primary_stream])
-        output = conform(computed, spec, version).persist()
+        output = conform(spec.apply_transform(transform, frames), spec, version).persist()
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
         properties = {**run_properties(context), VERSION: version}

@@ -34,7 +34,7 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.datasets import run, settled_by_day
+from backfill_platform_tests.support.datasets import lake_table, run, settled_by_day
 from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth
 from backfill_platform_tests.support.session import START, range_tags
 
@@ -82,7 +82,7 @@ def test_a_table_archive_gives_exactly_the_truth_and_names_a_malformed_row(spark
     bad = quarantined[0]
     file_name = bad["_source_file"].split(":", 1)[1]
     located = (
-        spark.read.format("iceberg").option("snapshot-id", str(snapshot)).load("lake.raw_landing.kc_table")
+        spark.read.format("iceberg").option("snapshot-id", str(snapshot)).load(lake_table("raw_landing", "kc_table"))
         .select("payload", "_file", "_pos")
         .where(F.col("_file").endswith(file_name) & (F.col("_pos") == bad["_line_number"] - 1))
         .collect()

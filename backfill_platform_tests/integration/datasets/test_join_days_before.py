@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from backfill_platform import settings
 from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.devtools.generator.impressions import attribution_truth
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
 from backfill_platform.pipeline.events.ingest import window_files
@@ -38,7 +39,6 @@ from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
 from backfill_platform_tests.support.datasets import production, write_join_spec
-from backfill_platform_tests.support.lakehouse import write_dagster_home
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_before", "impressions_before", "attributed_before"
 BEFORE, DAYS, END = "2026-10-01", ["2026-10-02", "2026-10-03"], "2026-10-04"

@@ -23,11 +23,11 @@ from backfill_platform import settings
 from backfill_platform.devtools.generator.iceberg_landing import create_landing_table, land_folder_archive
 from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.lakehouse.resources import open_catalog
+from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
-from backfill_platform_tests.support.datasets import write_join_spec
-from backfill_platform_tests.support.lakehouse import write_dagster_home
+from backfill_platform_tests.support.datasets import production, write_join_spec
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_files", "impressions_table", "attributed_mixed"
 BEFORE, DAYS, END = "2026-10-01", ["2026-10-02", "2026-10-03"], "2026-10-04"
@@ -75,9 +75,9 @@ def test_a_join_of_files_and_a_table_is_the_attribution(mixed_env, spark, data_d
     ingested = latest_ingestions(spark, IMPRESSIONS, [date.fromisoformat(d) for d in [BEFORE, *DAYS]])
     assert {d: r["run_id"] for d, r in ingested.items()} == dict.fromkeys([BEFORE, *DAYS], runs[0].run_id)
 
-    production = f"lake.prod.{DATASET}"
-    spark.sql(f"REFRESH TABLE {production}")
-    rows = spark.table(production).where(F.col("play_date").isin(DAYS)).collect()
+    table = production(DATASET).table
+    spark.sql(f"REFRESH TABLE {table}")
+    rows = spark.table(table).where(F.col("play_date").isin(DAYS)).collect()
     got = {r["play_id"]: (r["play_date"].isoformat(), r["impression_id"]) for r in rows}
     truth = attribution_truth(data_dir / "archive" / "playback", data_dir / "archive" / "impressions", DAYS)
     assert got == {play: (t["day"], t["impression_id"]) for play, t in truth.items()}
