@@ -11,7 +11,7 @@
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make rest-catalog  Iceberg's REST catalog server on :8181 (REST_WAREHOUSE=s3://… for an S3 warehouse)
 #   make kafka       a single-node Kafka broker on 127.0.0.1:9092 (KAFKA_PORT), for a replay to Kafka
-#   make bench       run the benchmark; make bench-scale adds the big day and the year of small files
+#   make bench       run the benchmark (both Spark lines); make bench-scale adds the big day and the year of small files
 #   make clean-data  remove runtime state under data/ (keeps data/.gitkeep)
 
 SHELL := /bin/bash

@@ -144,10 +144,18 @@ def step_figures(steps: dict[str, list[float]], directory: Path, days: int) -> d
     return figures
 
 
-def _job_label(properties: dict[str, str]) -> str:
-    """What submitted a job: the platform's description (its writes set one), else PySpark's call site
-    shortened to the platform's module, else Spark's own (an Iceberg scan, a planning job)."""
-    label = properties.get("spark.job.description") or properties.get("callSite.short") or "other"
+def _job_label(start: dict[str, Any]) -> str:
+    """What submitted a job: the platform's description (its writes set one), else PySpark's call site,
+    else its first stage's name (a job the JVM submitted, e.g. `collect at PlainLines.java:55`); shortened
+    to the platform's module."""
+    properties = start.get("Properties") or {}
+    stages = start.get("Stage Infos") or [{}]
+    label = (
+        properties.get("spark.job.description")
+        or properties.get("callSite.short")
+        or stages[0].get("Stage Name")
+        or "other"
+    )
     return label.split("backfill_platform/", 1)[-1] if "backfill_platform/" in label else label
 
 
@@ -177,7 +185,7 @@ def spark_jobs(directory: Path, since_ms: float = 0) -> list[dict[str, Any]]:
         jobs.append(
             {
                 "job": e["Job ID"],
-                "label": _job_label(start.get("Properties") or {}),
+                "label": _job_label(start),
                 "submitted_ms": start["Submission Time"],
                 "seconds": round((e["Completion Time"] - start["Submission Time"]) / 1000, 2),
                 "tasks": int(sum(stage[0] for stage in stages)),

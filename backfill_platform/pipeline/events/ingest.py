@@ -264,7 +264,7 @@ def _events_write_options(partitions: Mapping[str, PartitionFigures]) -> dict[st
     Iceberg hashes each day to one of `spark.sql.shuffle.partitions` (8) shuffle partitions, and
     neighbouring days often share one (2026-10-01 and 10-02 do): one task then wrote both while the other
     cores waited. A range gives each task whole days, split by their sampled sizes, at the price of a
-    sampling job over the cached records (docs/performance.md, "The events write in two tasks"). Only when
+    sampling job over the cached records (docs/performance.md, "What changed"). Only when
     the days besides the biggest hold enough events for a second task to matter; and only here: the
     sampling reads the write's input once more, cheap for the cached records, not for a dataset's transform.
     """
