@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from backfill_platform.specs.common import SpecModel
 from backfill_platform.specs.loader import COMPONENT_FILE, raise_problems, record_source
+from backfill_platform.specs.yaml_guard import check_component_file
 
 SpecT = TypeVar("SpecT", bound=SpecModel)
 
@@ -29,6 +30,7 @@ class SpecComponent(Component, Generic[SpecT]):
     @classmethod
     def load(cls, attributes: BaseModel | None, context: ComponentLoadContext) -> Self:
         path = context.path / COMPONENT_FILE
+        check_component_file(path)
         spec = cls.spec_model.model_validate(attributes)
         record_source(spec, path)  # errors name the file; transforms resolve beside it
         raise_problems(path, cls.problems_at_load(spec))

@@ -78,6 +78,14 @@ def check_folder(folder: Path) -> None:
         check_yaml(path, read_spec_text(path))
 
 
+def check_component_file(component_file: Path) -> None:
+    """A Stream's or Dataset's own `defs.yaml`, checked as it loads, whatever loaded it: a route that never
+    runs the project's `definitions.py` (`dg list component-tree`, a project `create-dagster` wrote) still
+    refuses a duplicate key or a tag. Dagster has parsed the file by then, so for the size and alias
+    bounds the project's `definitions.py` must call `check_folder` first, as `init`'s does."""
+    check_yaml(component_file, read_spec_text(component_file))
+
+
 def _check_shape(path: Path, text: str) -> None:
     """Depth and nodes (aliases expanded) from the parser's event stream: no recursion, no expansion."""
     sizes: dict[str, int] = {}  # anchor -> nodes of the anchored node, expanded

@@ -100,3 +100,33 @@ def test_the_components_route_checks_before_dagster_parses():
         "check_folder(Path(backfill_platform.defs.__file__).parent)" in Path(definitions.__file__).read_text()
     )
     assert 'check_folder(Path(__file__).parent / "defs")' in DEFINITIONS
+
+
+def test_a_component_checks_its_own_yaml_whatever_loaded_it(tmp_path):
+    """A route that never runs the project's definitions.py (`dg list component-tree`; a project that
+    `create-dagster` wrote) still refuses a component whose defs.yaml holds a key twice, naming the
+    line; the same component without it loads."""
+    from types import SimpleNamespace
+
+    from backfill_platform.components.stream import Stream
+    from backfill_platform.specs.loader import builtin_spec_data
+    from backfill_platform.specs.stream import StreamSpec
+
+    component = tmp_path / "defs" / "plays"
+    component.mkdir(parents=True)
+    raw = {k: v for k, v in builtin_spec_data("playback").items() if k != "kind"}
+    attributes = StreamSpec.model_validate(raw)  # what Dagster's parse kept: the last of the two keys
+    context = SimpleNamespace(path=component)
+    defs_yaml = component / "defs.yaml"
+
+    defs_yaml.write_text("type: backfill_platform.components.Stream\nattributes:\n  name: a\n  name: b\n")
+    with pytest.raises(SpecError) as refused:
+        Stream.load(attributes, context)
+    assert (
+        str(refused.value)
+        == f"{defs_yaml}: line 4: key 'name' appears twice in one mapping (first on line 3); YAML would keep the last silently"
+    )
+
+    defs_yaml.write_text("type: backfill_platform.components.Stream\nattributes:\n  name: b\n")
+    loaded = Stream.load(attributes, context)
+    assert loaded.spec.name == raw["name"] and loaded.path == defs_yaml
