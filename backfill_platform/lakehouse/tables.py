@@ -196,6 +196,7 @@ def _overwrite(
         writer = writer.option(f"snapshot-property.{key}", str(value))
     # Spark's UI and event log name the write's jobs (a DataFrame write has no call site of its own).
     context = df.sparkSession.sparkContext
+    caller_description = context.getLocalProperty("spark.job.description")
     context.setJobDescription(f"write {identifier}")
     try:
         writer.overwrite(condition)
@@ -205,7 +206,7 @@ def _overwrite(
             raise
         raise ValueError(refusal) from None
     finally:
-        context.setJobDescription(None)  # None clears it
+        context.setJobDescription(caller_description)  # None clears it
     return snapshot_of_write(df.sparkSession, identifier, write_id)
 
 

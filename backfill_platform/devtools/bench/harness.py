@@ -365,11 +365,11 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
         + ", ".join(f"{line} {version} ({pythons[line]})" for line, version in versions.items())
     )
     records: list[dict] = []
-    partial = out / "runs" / "records.json"  # what ran so far, should a later run fail
+    records_file = out / "runs" / "records.json"  # what ran so far, should a later run fail
     for index, run in enumerate(runs, start=1):
         record = execute(run, index, pythons[run.line], versions[run.line])
         records.append(record)
-        partial.write_text(json.dumps(records, indent=2))
+        records_file.write_text(json.dumps(records, indent=2))
         console.print(
             f"[{index}/{len(runs)}] {run.variant:<8} {run.group:<7} {versions[run.line]:<6} {run.first} +{run.days}d: "
             f"{record['wall_s']:6.1f} s wall, {record['in_process_s']:6.1f} s in process, "

@@ -9,8 +9,9 @@
   log's peak heap of the driver (`SparkListenerStageExecutorMetrics`) is kept beside it.
 * **Rows** are read back from the run's own catalog with PyIceberg (a scan of one column), after the run.
 * **Where a run's time goes**: each Spark job's seconds, its tasks' seconds and CPU, and what submitted it
-  (the platform's job description, e.g. `write raw.playback_events`, else PySpark's call site
-  `collect at pipeline/events/ingest.py:330`), from the same event log (`spark_jobs`).
+  (the platform's job description, e.g. `write lake.raw.playback_events`; else PySpark's call site,
+  `pipeline/events/ingest.py:329`; else its stage's name, `collect at PlainLines.java:55` for a job the
+  JVM submitted), from the same event log (`spark_jobs`).
 """
 
 from __future__ import annotations
@@ -149,11 +150,12 @@ def _job_label(start: dict[str, Any]) -> str:
     else its first stage's name (a job the JVM submitted, e.g. `collect at PlainLines.java:55`); shortened
     to the platform's module."""
     properties = start.get("Properties") or {}
-    stages = start.get("Stage Infos") or [{}]
+    # The result stage (the job's own, the highest id) carries the call site; the others are its parents.
+    result_stage = max(start.get("Stage Infos") or [{}], key=lambda stage: stage.get("Stage ID", -1))
     label = (
         properties.get("spark.job.description")
         or properties.get("callSite.short")
-        or stages[0].get("Stage Name")
+        or result_stage.get("Stage Name")
         or "other"
     )
     return label.split("backfill_platform/", 1)[-1] if "backfill_platform/" in label else label
@@ -194,3 +196,9 @@ def spark_jobs(directory: Path, since_ms: float = 0) -> list[dict[str, Any]]:
             }
         )
     return sorted(jobs, key=lambda job: job["submitted_ms"])
+
+
+def jobs_busy_seconds(jobs: list[dict[str, Any]]) -> float:
+    """Seconds during which at least one of `spark_jobs`' jobs ran (a broadcast's job overlaps another)."""
+    intervals = sorted((j["submitted_ms"] / 1000, j["submitted_ms"] / 1000 + j["seconds"]) for j in jobs)
+    return busy_seconds(intervals, intervals[0][0], max(end for _, end in intervals)) if intervals else 0.0

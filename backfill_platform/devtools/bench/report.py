@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from backfill_platform.devtools.bench.config import DEFAULT_LINE, OTHER_LINE, BenchConfig
+from backfill_platform.devtools.bench.measure import jobs_busy_seconds
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,6 +88,7 @@ def _compare_variants(compare: list[dict]) -> dict[str, dict[str, Any]]:
         if not mine:
             continue
         wall = _median(mine, "wall_s")
+        # The run whose jobs are shown: the median's (of an even count, the upper of the middle two).
         median_run = sorted(mine, key=lambda r: r["wall_s"])[len(mine) // 2]
         variants[variant] = {
             "runs": len(mine),
@@ -339,7 +341,7 @@ def _jobs_table(title: str, variants: dict[str, dict[str, Any]]) -> Table:
                 _fmt(sum(j["cpu_s"] for j in short)),
             )  # fmt: skip
         if jobs:
-            idle = figures["jobs_in_process_s"] - sum(j["seconds"] for j in jobs)
+            idle = figures["jobs_in_process_s"] - jobs_busy_seconds(jobs)
             table.add_row("", "", "no Spark job running (in process)", _fmt(idle), "", "", "")
     return table
 

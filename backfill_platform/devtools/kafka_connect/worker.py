@@ -137,6 +137,8 @@ def _wait_until_serving(process: subprocess.Popen, url: str, log: Path, plugins:
             answer = _request("GET", f"{url}/connector-plugins?connectorsOnly=false", timeout=2)
         except (OSError, RuntimeError):  # refused until the REST server listens
             return None
+        if answer is None:  # an empty body: not serving yet
+            return None
         listed = {plugin["class"] for plugin in answer}
         if not wanted <= listed:
             raise RuntimeError(
