@@ -309,9 +309,7 @@ def execute(run: Run, index: int, python: str = sys.executable, spark: str = "")
         "driver_live_heap_peak_mib": child.get("driver_live_heap_peak_mib"),
         "jit": child.get("jit"),
         "files": len(files),
-        "steps": step_figures(child["steps"], Path(spec["event_log"]), run.days)
-        if child.get("steps")
-        else {},
+        "steps": step_figures(child["steps"], jobs, run.days) if child.get("steps") else {},
         "jobs": jobs,
     }
 

@@ -105,17 +105,9 @@ def read_back(run_dir: Path, catalog_name: str, table: str, start: datetime, end
     return {"rows": rows, "snapshot_ms": snapshot.timestamp_ms if snapshot else None}
 
 
-def job_intervals(directory: Path) -> list[tuple[float, float]]:
-    """Each Spark job's [submission, completion] (epoch seconds) from a run's event log."""
-    events = read_event_log(directory)
-    submitted = {
-        e["Job ID"]: e["Submission Time"] for e in events if e.get("Event") == "SparkListenerJobStart"
-    }
-    return sorted(
-        (submitted[e["Job ID"]] / 1000, e["Completion Time"] / 1000)
-        for e in events
-        if e.get("Event") == "SparkListenerJobEnd" and e["Job ID"] in submitted
-    )
+def job_intervals(jobs: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """Each of `spark_jobs`' jobs as [submission, completion] in epoch seconds, by submission."""
+    return sorted((j["submitted_ms"] / 1000, j["submitted_ms"] / 1000 + j["seconds"]) for j in jobs)
 
 
 def busy_seconds(intervals: list[tuple[float, float]], low: float, high: float) -> float:
@@ -129,10 +121,13 @@ def busy_seconds(intervals: list[tuple[float, float]], low: float, high: float) 
     return busy
 
 
-def step_figures(steps: dict[str, list[float]], directory: Path, days: int) -> dict[str, dict[str, float]]:
-    """Per step of a platform run: its seconds, the seconds no Spark job ran (the driver's own work:
-    Dagster's events, check evaluations, ledger rows, catalog calls, planning) and those per partition."""
-    intervals = job_intervals(directory)
+def step_figures(
+    steps: dict[str, list[float]], jobs: list[dict[str, Any]], days: int
+) -> dict[str, dict[str, float]]:
+    """Per step of a platform run: its seconds, the seconds none of its Spark jobs (`spark_jobs`) ran (the
+    driver's own work: Dagster's events, check evaluations, ledger rows, catalog calls, planning) and
+    those per partition."""
+    intervals = job_intervals(jobs)
     figures = {}
     for key, (low, high) in sorted(steps.items(), key=lambda item: item[1][0]):
         seconds = high - low
@@ -200,5 +195,5 @@ def spark_jobs(directory: Path, since_ms: float = 0) -> list[dict[str, Any]]:
 
 def jobs_busy_seconds(jobs: list[dict[str, Any]]) -> float:
     """Seconds during which at least one of `spark_jobs`' jobs ran (a broadcast's job overlaps another)."""
-    intervals = sorted((j["submitted_ms"] / 1000, j["submitted_ms"] / 1000 + j["seconds"]) for j in jobs)
+    intervals = job_intervals(jobs)
     return busy_seconds(intervals, intervals[0][0], max(end for _, end in intervals)) if intervals else 0.0
