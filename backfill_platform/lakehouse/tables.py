@@ -1,15 +1,17 @@
 """Iceberg table helpers: identifiers, creation, one-commit range replacement, snapshots, pinned reads.
 
-Every write of a time range goes through `replace_range` (or `replace_days` for a set of days): one
+Every write of a time range goes through `replace_range` (or `replace_ranges` for several): one
 Iceberg `overwrite` commit that deletes exactly the rows of the range and adds the new ones, so
 partitions that became empty are emptied too and re-running the same range is idempotent.
 """
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime, timedelta
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -140,39 +142,42 @@ def replace_range(
     return _overwrite(guarded, identifier, in_range(column, start, end), properties, options)
 
 
-def replace_days(
+def replace_ranges(
     df: DataFrame,
     identifier: str,
     column: str,
-    days: Collection[date],
+    ranges: Collection[tuple[date | datetime, date | datetime]],
+    partitions: int,
     properties: Mapping[str, Any] | None = None,
     options: Mapping[str, str] | None = None,
 ) -> int:
-    """Replace every row whose `column` is one of `days` by `df`, in one commit; return the snapshot id.
+    """Replace every row whose `column` lies in one of `ranges` ([start, end) each) by `df`, in one commit;
+    return the snapshot id. `partitions`: how many table partitions the ranges hold (for the writer).
 
-    The days need not be contiguous: a promotion that holds some days of its range back replaces the
-    others and leaves those untouched. As with `replace_range`, rows of other days are refused.
+    The ranges need not be contiguous: a promotion that holds some days (or hours) of its range back
+    replaces the others and leaves those untouched. As with `replace_range`, rows outside are refused.
     """
-    if not days:
-        raise ValueError(f"refusing to write {identifier}: no days to replace")
-    wanted = sorted(set(days))
-    listed = ", ".join(d.isoformat() for d in wanted)
-    refusal = f"refusing to write {identifier}: rows outside the days [{listed}] on {column}"
-    guarded = _only(df, column, F.col(column).isin(wanted), refusal)
-    options = {**writer_options(len(wanted)), **(options or {})}
-    return _overwrite(guarded, identifier, F.col(column).isin(wanted), properties, options)
+    if not ranges:
+        raise ValueError(f"refusing to write {identifier}: no partitions to replace")
+    wanted = sorted(set(ranges))
+    listed = ", ".join(f"[{start}, {end})" for start, end in wanted)
+    inside = reduce(operator.or_, (in_range(column, start, end) for start, end in wanted))
+    refusal = f"refusing to write {identifier}: rows outside the ranges {listed} on {column}"
+    guarded = _only(df, column, inside, refusal)
+    options = {**writer_options(partitions), **(options or {})}
+    return _overwrite(guarded, identifier, inside, properties, options)
 
 
-# Iceberg writes the day partitions a task receives with one open file per partition (its fanout
+# Iceberg writes the partitions a task receives with one open file per partition (its fanout
 # writer) unless told otherwise: a year in one task held some 300 Parquet writers and their buffers at
-# once (hundreds of MiB of driver heap in local mode). Beyond this many days a write sorts its rows by
-# partition instead and keeps one file open; below, the sort would cost more than the open files.
+# once (hundreds of MiB of driver heap in local mode). Beyond this many partitions a write sorts its rows
+# by partition instead and keeps one file open; below, the sort would cost more than the open files.
 FANOUT_UP_TO_DAYS = 8
 
 
-def writer_options(days: int) -> dict[str, str]:
-    """Iceberg write options for a write that replaces `days` day partitions."""
-    return {"fanout-enabled": "true" if days <= FANOUT_UP_TO_DAYS else "false"}
+def writer_options(partitions: int) -> dict[str, str]:
+    """Iceberg write options for a write that replaces `partitions` partitions (days, or hours)."""
+    return {"fanout-enabled": "true" if partitions <= FANOUT_UP_TO_DAYS else "false"}
 
 
 def _as_datetime(value: date | datetime) -> datetime:

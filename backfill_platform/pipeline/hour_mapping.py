@@ -93,10 +93,16 @@ class ArchiveReadWindowMapping(PartitionMapping):
     allowed_lateness: timedelta
     clock_skew: timedelta
     allow_nonexistent_upstream_partitions: bool = True
+    # The event partitions' length: a day, or an hour for an hourly stream.
+    partition_length: timedelta = DAY
 
     @staticmethod
     def for_stream(spec: StreamSpec) -> ArchiveReadWindowMapping:
-        return ArchiveReadWindowMapping(allowed_lateness=spec.allowed_lateness, clock_skew=spec.clock_skew)
+        return ArchiveReadWindowMapping(
+            allowed_lateness=spec.allowed_lateness,
+            clock_skew=spec.clock_skew,
+            partition_length=spec.grain.length,
+        )
 
     @property
     def description(self) -> str:
@@ -116,14 +122,16 @@ class ArchiveReadWindowMapping(PartitionMapping):
         )
 
     def days_window(self, hour_start: datetime, hour_end: datetime) -> tuple[datetime, datetime]:
-        """[first day start, last day end) of the days whose windows hold an hour of [hour_start, hour_end).
+        """[first start, last end) of the event partitions (days, or hours) whose windows hold an ingestion
+        hour of [hour_start, hour_end).
 
-        Day D (start D0) holds hour h iff floor_hour(D0 - before) <= h < D0 + 1d + after (`read_window`),
-        i.e. for hours in [a, b): a - 1d - after < D0 < b + before. May be empty.
+        Partition P (start P0, length L) holds hour h iff floor_hour(P0 - before) <= h < P0 + L + after
+        (`read_window`), i.e. for hours in [a, b): a - L - after < P0 < b + before. May be empty.
         """
+        length = self.partition_length
         return (
-            _floor(hour_start - DAY - read_after(self.allowed_lateness), DAY) + DAY,
-            _ceil(hour_end + read_before(self.clock_skew), DAY),
+            _floor(hour_start - length - read_after(self.allowed_lateness), length) + length,
+            _ceil(hour_end + read_before(self.clock_skew), length),
         )
 
     # ---- PartitionMapping ----
@@ -133,9 +141,10 @@ class ArchiveReadWindowMapping(PartitionMapping):
         upstream_partitions_def: PartitionsDefinition,
         downstream_partitions_def: PartitionsDefinition | None,
     ) -> None:
+        downstream_cron = _HOURLY_CRON if self.partition_length == HOUR else _DAILY_CRON
         for role, partitions_def, cron in (
             ("upstream", upstream_partitions_def, _HOURLY_CRON),
-            ("downstream", downstream_partitions_def, _DAILY_CRON),
+            ("downstream", downstream_partitions_def, downstream_cron),
         ):
             if not (
                 isinstance(partitions_def, TimeWindowPartitionsDefinition)
@@ -143,8 +152,8 @@ class ArchiveReadWindowMapping(PartitionMapping):
                 and partitions_def.timezone == "UTC"
             ):
                 raise DagsterInvalidDefinitionError(
-                    f"{type(self).__name__} maps hourly UTC archive partitions to daily UTC event "
-                    f"partitions; the {role} partitions are {partitions_def}"
+                    f"{type(self).__name__} maps hourly UTC archive partitions to UTC event partitions "
+                    f"of {self.partition_length}; the {role} partitions are {partitions_def}"
                 )
 
     def get_upstream_mapped_partitions_result_for_partitions(

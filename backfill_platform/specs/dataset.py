@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from backfill_platform.specs.common import FieldType, Identifier, SpecModel
 from backfill_platform.specs.durations import DAY, parse_duration
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.transforms import TRANSFORM_PATTERN, load_transform
 
 # A lookback reaches at most this far before a day: a week of a source's events per day read.
@@ -108,6 +109,10 @@ class SourceInput:
         """How many whole days before a day its lookback reaches into (0: the day alone)."""
         return -(-self.lookback // DAY)  # ceiling
 
+    def partitions_back(self, grain: Grain) -> int:
+        """How many partitions (days, or hours) before a partition its lookback reaches into."""
+        return grain.partitions_in(self.lookback)
+
 
 class DatasetSpec(SpecModel):
     kind: Literal["dataset"] = "dataset"
@@ -132,9 +137,19 @@ class DatasetSpec(SpecModel):
             "override it); the transform must still output rows of its own days only."
         ),
     )
-    partition_column: Identifier = Field(description="DATE column holding the event-time day.")
-    bucket: Literal["hour", "day"] = Field(
-        "hour", description="The validation bucket: each hour of a day (with bucket_column) or the day."
+    partition_column: Identifier = Field(
+        description=(
+            "Column holding the event-time partition: a `date` (the day) over a daily stream, a `timestamp` "
+            "(the start of the event's hour) over an hourly stream (`partition_grain: hour`)."
+        )
+    )
+    bucket: Literal["hour", "day", "partition"] = Field(
+        "hour",
+        description=(
+            "The validation bucket: each hour of a day (`hour`, with bucket_column), or the whole "
+            "partition (`partition`; `day` says the same of a daily dataset). An hourly dataset's bucket "
+            "is its partition."
+        ),
     )
     bucket_column: Identifier | None = Field(
         None, validate_default=True, description="INT hour of the event time within the day (hour only)."
@@ -161,9 +176,10 @@ class DatasetSpec(SpecModel):
         """An hourly table names its hour column; a daily one has none (the day is the bucket), and a
         column given anyway would silently not be validated per hour, so it is refused."""
         bucket = info.data.get("bucket")
-        if bucket == "day" and value is not None:
+        if bucket in ("day", "partition") and value is not None:
             raise ValueError(
-                f"bucket_column {value!r} must be absent with bucket: day (the whole day is the bucket)"
+                f"bucket_column {value!r} must be absent with bucket: {bucket} (the whole partition is the "
+                "bucket)"
             )
         if bucket == "hour" and value is None:
             raise ValueError("bucket_column is required with bucket: hour (the INT hour column)")
@@ -197,8 +213,17 @@ class DatasetSpec(SpecModel):
         missing = [name for name in named if name not in self.columns]
         if missing:
             raise ValueError(f"columns {missing} are used but not declared in 'columns'")
-        if self.columns[self.partition_column] != "date":
-            raise ValueError(f"partition_column {self.partition_column!r} must be of type date")
+        partition_type = self.columns[self.partition_column]
+        if partition_type not in ("date", "timestamp"):
+            raise ValueError(
+                f"partition_column {self.partition_column!r} must be of type date (daily) or timestamp "
+                f"(hourly), not {partition_type}"
+            )
+        if partition_type == "timestamp" and self.bucket != "partition":
+            raise ValueError(
+                f"partition_column {self.partition_column!r} is a timestamp (an hourly dataset): each hour "
+                f"is validated as one bucket, so write `bucket: partition` (not {self.bucket!r})"
+            )
         if self.bucket_column and self.columns[self.bucket_column] not in ("int", "long"):
             raise ValueError(f"bucket_column {self.bucket_column!r} must be of type int")
         for column in self.bucket_columns:
@@ -243,6 +268,19 @@ class DatasetSpec(SpecModel):
 
     def shadow_table(self, version: str) -> str:
         return f"{self.name}__{version}"
+
+    @property
+    def grain(self) -> Grain:
+        """Its partitions' span: an hour when its partition column is a timestamp, else a day. It must be
+        its sources' grain (`specs.references.grain_problems`)."""
+        return Grain("hour" if self.columns[self.partition_column] == "timestamp" else "day")
+
+    def partition_bounds(self, start: datetime, end: datetime) -> tuple[date | datetime, date | datetime]:
+        """[start, end) as values of the partition column: days of a date column, instants otherwise
+        (a filter compares like with like, so Iceberg deletes whole partitions on overwrite)."""
+        if self.grain.unit == "day":
+            return start.date(), end.date()
+        return start, end
 
     @property
     def bucket_columns(self) -> list[str]:

@@ -86,6 +86,7 @@ def dataset_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) ->
         known = sorted(streams) or "none"
         reasons = [f"unknown stream {name!r} (known: {known})" for name in unknown]
         return [*(Problem(field, reason) for reason in reasons), *problems]
+    problems += grain_problems(dataset, streams)
     rules = [("expected_rows", dataset.expected_rows)]
     rules += [(f"reconciliation[{i}]", rule) for i, rule in enumerate(dataset.reconciliation)]
     for prefix, rule in rules:
@@ -95,6 +96,27 @@ def dataset_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) ->
             reason = _expression_problem(getattr(rule, part), columns, stream, check)
             if reason:
                 problems.append(Problem(f"{prefix}.{part}", reason))
+    return problems
+
+
+def grain_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> list[Problem]:
+    """A dataset's partitions are its sources' (a daily dataset over an hourly stream, mixed grains, is not
+    supported yet): its partition column's type must say the same grain as each source stream's."""
+    column = dataset.partition_column
+    wanted = {"day": "date", "hour": "timestamp"}
+    problems = []
+    for name in dataset.stream_names:
+        grain = streams[name].grain.unit
+        if dataset.grain.unit != grain:
+            problems.append(
+                Problem(
+                    f"columns.{column}",
+                    f"partition_column {column!r} is a {dataset.columns[column]}, but stream {name!r} is "
+                    f"partitioned by {grain} (partition_grain: {grain}): declare it as a {wanted[grain]} "
+                    f"holding the event's {grain}; a dataset of another grain than its sources is not "
+                    "supported yet",
+                )
+            )
     return problems
 
 

@@ -23,6 +23,7 @@ from backfill_platform.specs.common import (
     column_name,
 )
 from backfill_platform.specs.durations import HOUR, parse_duration
+from backfill_platform.specs.grain import Grain, GrainUnit
 from backfill_platform.specs.replay_targets import KafkaTopicName, KinesisStreamName, check_replay_targets
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
@@ -125,7 +126,14 @@ class StreamSpec(SpecModel):
     non_standard_numbers: NonStandardNumbers = Field(
         default="quarantine", description=NON_STANDARD_NUMBERS_DESCRIPTION
     )
-    partition_grain: Literal["day"] = Field(default="day", description="Partition grain (days only).")
+    partition_grain: GrainUnit = Field(
+        default="day",
+        description=(
+            "Partition grain: `day` (UTC days, keys `2026-10-01`) or `hour` (UTC hours, keys "
+            "`2026-10-01-14:00`). Every dataset over the stream has its grain; a re-derivation or a "
+            "promotion of an hour touches only that hour."
+        ),
+    )
     first_partition: date = Field(
         description="First event-time day of the stream; earlier events are counted as `before_first_partition`."
     )
@@ -342,6 +350,11 @@ class StreamSpec(SpecModel):
     def number_reading(self, version: SchemaVersion) -> NonStandardNumbers:
         """How records of `version` read a non-standard number (its own setting, else the stream's)."""
         return version.non_standard_numbers or self.non_standard_numbers
+
+    @property
+    def grain(self) -> Grain:
+        """The span of one partition of its events and of every dataset over it."""
+        return Grain(self.partition_grain)
 
     @property
     def events_table(self) -> str:

@@ -24,7 +24,6 @@ from dagster import (
 
 from backfill_platform.dagster_internals import DATA_VERSION_TAG
 from backfill_platform.pipeline.events.read_record import decode_read, read_version, window_hours
-from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -55,7 +54,7 @@ class ArchiveReadChanged(AutomationCondition[AssetKey]):
         comparable = {
             day: version for day, (version, at) in recorded.items() if last and at < last[0].timestamp
         }
-        windows = {day: window_hours(self.spec, midnight(day)) for day in comparable}
+        windows = {day: window_hours(self.spec, day) for day in comparable}
         needed = sorted({hour for hours_ in windows.values() for hour in hours_})
         observed = _latest_versions(instance, self.archive, needed) if needed else {}
         changed = {

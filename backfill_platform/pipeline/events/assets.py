@@ -6,7 +6,6 @@ from typing import Any
 
 from dagster import AssetDep, AssetExecutionContext, AssetKey, AssetsDefinition, AutomationCondition
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
@@ -37,6 +36,7 @@ from backfill_platform.pipeline.events.ingest import (
 from backfill_platform.pipeline.events.read_record import read_observations
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
     promotion_policy,
@@ -47,7 +47,6 @@ from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes, failed_days
-from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -155,14 +154,14 @@ def _what_to_read(
     range it ingests too (a dataset backfill's lookback reads them: ingested here unless already good)."""
     window = context.partition_time_window
     before_count = source_days_before(context.run.tags, spec.name)
-    files = window_files(spec, archive, window.start - before_count * DAY, window.end)
+    files = window_files(spec, archive, window.start - before_count * spec.grain.length, window.end)
     # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
     session = spark.session_for_read(sum(f.size for f in files))
-    before = days_before(context.instance, session, key, spec, files, window.start.date(), before_count)
+    before = days_before(context.instance, session, key, spec, files, window.start, before_count)
     if not before_count:
         return session, window.start, files, before
     context.log.info(before.log_line(spec.name))
-    start = window.start - len(before.ingest) * DAY
+    start = window.start - len(before.ingest) * spec.grain.length
     read = set(hours(*read_window(spec, start, window.end)))
     return session, start, [f for f in files if f.ingestion_hour in read], before
 
@@ -178,7 +177,7 @@ def _judge(
     """Each day's fingerprint of what the run committed (`written`), and every events check's verdicts."""
     # One pass: each day's fingerprint, and the null counts the schema check needs.
     fingerprints, nulls = day_fingerprints_and_nulls(
-        written, F.to_date("event_time"), days, list(REQUIRED_COLUMNS)
+        written, partition_of(spec.grain, "event_time"), days, list(REQUIRED_COLUMNS)
     )
     rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
     proof = completeness(

@@ -11,13 +11,14 @@ from datetime import datetime
 
 from dagster import MetadataValue
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.events.completeness import DayCompleteness, format_hours
 from backfill_platform.pipeline.events.ingest import IngestResult, events_columns, quarantine_table
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
 from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
 RECONCILIATION = "reconciliation"
@@ -36,17 +37,17 @@ CHECK_DESCRIPTIONS = {
 }
 
 
-def _counts_by_day(
-    spark: SparkSession, table: str, column: str, start: datetime, end: datetime
+def _counts_by_partition(
+    spark: SparkSession, table: str, column: str, grain: Grain, start: datetime, end: datetime
 ) -> dict[str, int]:
     rows = (
         spark.table(table)
         .where(in_range(column, start, end))
-        .groupBy(F.to_date(column).alias("day"))
+        .groupBy(partition_of(grain, column).alias("day"))
         .count()
         .collect()
     )
-    return {row["day"].isoformat(): row["count"] for row in rows}
+    return {grain.value_key(row["day"]): row["count"] for row in rows}
 
 
 def reconciliation_check(
@@ -61,7 +62,9 @@ def reconciliation_check(
 
     `written` is the events rows per day as read back from the table the run committed.
     """
-    quarantined = _counts_by_day(spark, quarantine_table(spark, spec), "attributed_time", start, end)
+    quarantined = _counts_by_partition(
+        spark, quarantine_table(spark, spec), "attributed_time", spec.grain, start, end
+    )
     verdicts = []
     for day, figures in sorted(result.partitions.items()):
         in_events, in_quarantine = written.get(day, 0), quarantined.get(day, 0)

@@ -15,7 +15,6 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.events.parse import as_micros
 from backfill_platform.pipeline.hour_mapping import read_after, read_before
-from backfill_platform.specs.durations import DAY
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -38,8 +37,9 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     """
     admissible = F.col("_reason").isNull()
     h_us = F.unix_micros("_ingestion_time")
-    midnight_us = F.unix_micros(F.date_trunc("day", "_attributed_time"))
-    day_us = as_micros(DAY)
+    grain = spec.grain
+    midnight_us = F.unix_micros(F.date_trunc(grain.unit, "_attributed_time"))
+    day_us = as_micros(grain.length)
     before_us = as_micros(read_before(spec.clock_skew))
     after_us = as_micros(read_after(spec.allowed_lateness))
 
@@ -59,7 +59,7 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
                 ),
             ),
         )
-        .withColumn("_day", F.to_date("_attributed_time"))
+        .withColumn("_day", F.date_trunc(grain.unit, "_attributed_time"))
         .withColumn("_b_start", near(midnight_us))
         .withColumn("_b_end", near(midnight_us + day_us))
     )

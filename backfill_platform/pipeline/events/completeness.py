@@ -31,7 +31,7 @@ from backfill_platform.pipeline.archive.topic_edges import (
     edge_problems,
 )
 from backfill_platform.pipeline.hour_mapping import read_window
-from backfill_platform.specs.durations import HOUR, day_bounds, midnight
+from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -66,15 +66,17 @@ class DayCompleteness:
         return "; ".join(parts) or None
 
 
-def day_horizon(spec: StreamSpec, day: date) -> datetime:
-    """The moment a day settles: its end + the allowed lateness + the one hour its last file may take."""
-    return read_window(spec, *day_bounds(day))[1]
+def day_horizon(spec: StreamSpec, day: date | str) -> datetime:
+    """The moment a partition (a day, or an hour of an hourly stream) settles: its end + the allowed
+    lateness + the one hour its last file may take."""
+    return read_window(spec, *spec.grain.bounds(day))[1]
 
 
-def required_hours(spec: StreamSpec, day: date) -> list[datetime]:
-    """The ingestion hours a day's read window needs, from the stream's first day on (none exist before)."""
+def required_hours(spec: StreamSpec, day: date | str) -> list[datetime]:
+    """The ingestion hours a partition's read window needs, from the stream's first day on (none exist
+    before)."""
     stream_start = midnight(spec.first_partition)
-    return [h for h in hours(*read_window(spec, *day_bounds(day))) if h >= stream_start]
+    return [h for h in hours(*read_window(spec, *spec.grain.bounds(day))) if h >= stream_start]
 
 
 def proves_by_offsets(spec: StreamSpec) -> bool:
@@ -119,9 +121,9 @@ def completeness(
     by_offsets = proves_by_offsets(spec)
     result = {}
     for day in days:
-        needed = required_hours(spec, date.fromisoformat(day))
+        needed = required_hours(spec, day)
         due = [h for h in needed if h + HOUR <= now]
-        horizon = day_horizon(spec, date.fromisoformat(day))
+        horizon = day_horizon(spec, day)
         gaps: list[str] = []
         proof = "sequence numbers" if spec.sequence is not None else "ingestion hours"
         gaps += (sequence_gaps or {}).get(day, [])
@@ -130,7 +132,7 @@ def completeness(
             # `sequence_gaps`, the proof with `proofs`; a plan reads no rows.
             proof = (proofs or {}).get(day, "Kafka offsets of the table's rows (checked when ingested)")
         elif by_offsets:
-            low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
+            low, high = read_window(spec, *spec.grain.bounds(day))
             window = set(hours(low, high))
             names = [f.name for f in files if _utc(f.ingestion_hour) in window]
             gaps += offset_problems(names, file_records or {}, spec.archive.kafka_connect.topic)

@@ -18,7 +18,7 @@ ingested up to the range, so that the step still writes one contiguous window in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import datetime
 
 from dagster import AssetKey, DagsterInstance
 from pyspark.sql import SparkSession
@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.events.read_record import day_read_versions, recorded_read_versions
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
-from backfill_platform.specs.durations import DAY
+from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -49,16 +49,18 @@ def days_before(
     key: AssetKey,
     spec: StreamSpec,
     files: list[ArchiveFile],
-    start: date,
+    start: datetime,
     count: int,
 ) -> DaysBefore:
-    """What the run does with the `count` days before `start` (days before the stream's first are none);
-    `files` is the run's listing of the archive, which covers those days' read windows."""
-    days = [(start - n * DAY).isoformat() for n in range(count, 0, -1)]
-    days = [d for d in days if d >= spec.first_partition.isoformat()]
+    """What the run does with the `count` partitions before `start` (none before the stream's first);
+    `files` is the run's listing of the archive, which covers those partitions' read windows."""
+    grain, first = spec.grain, midnight(spec.first_partition)
+    days = [
+        grain.key(start - n * grain.length) for n in range(count, 0, -1) if start - n * grain.length >= first
+    ]
     if not days:
         return DaysBefore()
-    ingested = latest_ingestions(session, spec.name, [date.fromisoformat(d) for d in days])
+    ingested = latest_ingestions(session, spec.name, days)
     recorded = recorded_read_versions(instance, key, days)
     now = day_read_versions(spec, files, days)
     why_ingest: dict[str, str] = {}

@@ -31,7 +31,7 @@ from backfill_platform.pipeline.events.parse import REASONS, parse_records
 from backfill_platform.pipeline.events.sequences import sequence_gaps
 from backfill_platform.pipeline.events.table_offsets import table_offset_gaps
 from backfill_platform.pipeline.hour_mapping import read_window
-from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.stream import StreamSpec, events_columns
 
@@ -113,8 +113,9 @@ QUARANTINE_COLUMNS = [
 def ensure_stream_tables(spark: SparkSession, spec: StreamSpec) -> None:
     """Create the events and quarantine tables, or add the columns they lack: a field of a new schema
     version (events), a column of a newer platform (quarantine). Rows written before read null for it."""
-    ensure_table(spark, events_table(spark, spec), events_columns(spec), "days(event_time)")
-    ensure_table(spark, quarantine_table(spark, spec), QUARANTINE_COLUMNS, "days(attributed_time)")
+    transform = spec.grain.iceberg_transform
+    ensure_table(spark, events_table(spark, spec), events_columns(spec), f"{transform}(event_time)")
+    ensure_table(spark, quarantine_table(spark, spec), QUARANTINE_COLUMNS, f"{transform}(attributed_time)")
 
 
 def ingest_window(
@@ -154,7 +155,7 @@ def ingest_window(
                 .withColumn("_raw", F.when(quarantined, F.col("_raw")))
                 .persist(StorageLevel.MEMORY_AND_DISK)
             )
-            partitions = _figures(classified, start, end)  # builds the cache
+            partitions = _figures(classified, spec, start, end)  # builds the cache
         file_records, gaps, offset_proofs = _completeness_evidence(spark, spec, records, sorted(partitions))
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
@@ -244,7 +245,7 @@ def _count_files_per_day(spec: StreamSpec, files: list[ArchiveFile], partitions:
     a day's window is a slice of them."""
     listed_hours = [f.ingestion_hour for f in files]
     for day, figures in partitions.items():
-        low, high = read_window(spec, *day_bounds(day))
+        low, high = read_window(spec, *spec.grain.bounds(day))
         figures.archive_files = bisect_left(listed_hours, high) - bisect_left(listed_hours, low)
 
 
@@ -309,11 +310,15 @@ def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
     )
 
 
-def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str, PartitionFigures]:
+def _figures(
+    classified: DataFrame, spec: StreamSpec, start: datetime, end: datetime
+) -> dict[str, PartitionFigures]:
+    grain = spec.grain
+    partition = partition_of(grain, "_attributed_time")
     reason = F.col("_reason")
     kept = F.col("_kept")
     rows = (
-        classified.groupBy(F.to_date("_attributed_time").alias("day"))
+        classified.groupBy(partition.alias("day"))
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.count(F.when(kept, 1)).alias("written"),
@@ -328,12 +333,11 @@ def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str,
         )
         .collect()
     )
-    figures = {
-        day.isoformat(): PartitionFigures(day.isoformat()) for day in days_between(start.date(), end.date())
-    }
+    figures = {key: PartitionFigures(key) for key in grain.keys_between(start, end)}
     for row in rows:
-        figures[row["day"].isoformat()] = PartitionFigures(
-            partition=row["day"].isoformat(),
+        key = grain.value_key(row["day"])
+        figures[key] = PartitionFigures(
+            partition=key,
             records=row["records"],
             written=row["written"],
             duplicates=row["duplicates"],
@@ -345,12 +349,12 @@ def _figures(classified: DataFrame, start: datetime, end: datetime) -> dict[str,
     # key (no hash aggregation of strings), which over every record of a big day costs seconds.
     samples = (
         classified.where(reason.isNotNull())
-        .groupBy(F.to_date("_attributed_time").alias("day"), reason.alias("reason"))
+        .groupBy(partition.alias("day"), reason.alias("reason"))
         .agg(F.min(_sample()).alias("sample"))
         .collect()
     )
     for row in samples:
-        figures[row["day"].isoformat()].samples[row["reason"]] = row["sample"]
+        figures[grain.value_key(row["day"])].samples[row["reason"]] = row["sample"]
     return figures
 
 

@@ -20,7 +20,6 @@ from backfill_platform.dagster_internals import DATA_VERSION_TAG
 from backfill_platform.pipeline.archive.listing import ArchiveFile, hours, manifest_fingerprint
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.pipeline.partitions import HOUR_KEY
-from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -32,8 +31,9 @@ def read_version(hour_versions: dict[str, str], window_hours: Iterable[str]) -> 
     return digest.hexdigest()[:16]
 
 
-def window_hours(spec: StreamSpec, day_start: datetime) -> list[str]:
-    low, high = ArchiveReadWindowMapping.for_stream(spec).hours_window(day_start, day_start + DAY)
+def window_hours(spec: StreamSpec, partition: str) -> list[str]:
+    """The ingestion hours (keys) the partition `partition` (a day's or an hour's key) reads."""
+    low, high = ArchiveReadWindowMapping.for_stream(spec).hours_window(*spec.grain.bounds(partition))
     return [h.strftime(HOUR_KEY) for h in hours(low, high)]
 
 
@@ -56,7 +56,7 @@ def day_read_versions(spec: StreamSpec, files: list[ArchiveFile], days: Iterable
     for f in files:
         by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
     versions = {hour: manifest_fingerprint(fs) for hour, fs in by_hour.items()}
-    return {day: read_version(versions, window_hours(spec, midnight(day))) for day in days}
+    return {day: read_version(versions, window_hours(spec, day)) for day in days}
 
 
 def recorded_read_versions(instance: DagsterInstance, key: AssetKey, days: list[str]) -> dict[str, str]:

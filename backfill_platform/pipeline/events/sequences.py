@@ -10,13 +10,12 @@ last there free to continue other days'.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, datetime
+from datetime import datetime
 
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.hour_mapping import read_window
-from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.stream import StreamSpec
 
 MAX_NAMED = 5  # missing ranges named per day; the count says how many there are in all
@@ -93,5 +92,5 @@ def day_windows(spark: SparkSession, spec: StreamSpec, days: list[str]) -> DataF
 
 def hours_read(spec: StreamSpec, day: str) -> tuple[datetime, datetime]:
     """The ingestion hours a day's run lists: its read window, the first hour floored (`listing.hours`)."""
-    low, high = read_window(spec, *day_bounds(date.fromisoformat(day)))
+    low, high = read_window(spec, *spec.grain.bounds(day))
     return low.replace(minute=0, second=0, microsecond=0), high

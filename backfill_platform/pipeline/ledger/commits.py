@@ -45,12 +45,14 @@ def production_commits(spark: SparkSession, identifier: str) -> list[dict]:
     return main_lineage(spark, identifier)
 
 
-def commit_days(summary: dict[str, str]) -> list[date] | None:
-    """The days a platform commit replaced (None for commits of other writers)."""
+def commit_days(summary: dict[str, str]) -> list[str] | None:
+    """The partition keys (days, or hours) a platform commit replaced (None for commits of other
+    writers). Commits from before DAYS was recorded replaced their range's days."""
     if summary.get(DAYS):
-        return [date.fromisoformat(d) for d in summary[DAYS].split(",")]
+        return summary[DAYS].split(",")
     if RANGE_START in summary:
-        return days_between(date.fromisoformat(summary[RANGE_START]), date.fromisoformat(summary[RANGE_END]))
+        first, end = date.fromisoformat(summary[RANGE_START]), date.fromisoformat(summary[RANGE_END])
+        return [day.isoformat() for day in days_between(first, end)]
     return None
 
 

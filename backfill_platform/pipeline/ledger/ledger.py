@@ -54,6 +54,9 @@ class IngestionRow:
     # Wall time of the whole events run that recorded this day (every day of a range run carries the
     # same value): with the run's records, the throughput `backfill-platform plan` estimates from.
     run_seconds: float | None = None
+    # The Dagster partition key (`2026-10-01`, or `2026-10-01-14:00` for an hour); `partition` is the UTC
+    # day it starts on. Null in rows recorded before hours: their key is `partition`.
+    partition_key: str | None = None
 
 
 @dataclass
@@ -93,6 +96,7 @@ class LedgerRow:
     promotion_run_id: str | None = None
     reverted_snapshot_id: int | None = None
     reverted_at: datetime | None = None
+    partition_key: str | None = None  # as in `IngestionRow`
 
 
 # Python type of a row field -> Spark SQL type of its column (Iceberg: long, double, string, boolean,
@@ -182,26 +186,41 @@ def recorded_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _latest_per_day(df: DataFrame, days: list[date]) -> dict[str, dict]:
-    """Each day's latest row (`latest.latest_key`). A day has one row per run that covered it (a
-    handful), so the rows are collected and picked here: one scan, no shuffle for a window."""
+def partition_day(key: str) -> date:
+    """The ledger's `partition` of a partition key: the UTC day it starts on (a day's or an hour's key)."""
+    return date.fromisoformat(key[:10])
+
+
+def key_of_row(record: dict) -> str:
+    """A ledger row's partition key (rows from before hours have only their day)."""
+    return record.get("partition_key") or record["partition"].isoformat()
+
+
+def _latest_per_day(df: DataFrame, keys: list[str]) -> dict[str, dict]:
+    """Each partition's latest row (`latest.latest_key`), by partition key. A partition has one row per
+    run that covered it (a handful), so the rows are collected and picked here: one scan, no shuffle for
+    a window."""
+    wanted = set(keys)
+    days = sorted({partition_day(key) for key in wanted})
     latest: dict[str, dict] = {}
     for row in df.where(F.col("partition").isin(days)).collect():
         record = row.asDict()
-        day = record["partition"].isoformat()
+        day = key_of_row(record)
+        if day not in wanted:
+            continue
         if day not in latest or latest_key(record) > latest_key(latest[day]):
             latest[day] = record
     return latest
 
 
-def latest_ingestions(spark: SparkSession, stream: str, days: list[date]) -> dict[str, dict]:
-    """The most recent ingestion figures (and check verdicts) of each day."""
+def latest_ingestions(spark: SparkSession, stream: str, days: list[str]) -> dict[str, dict]:
+    """The most recent ingestion figures (and check verdicts) of each partition (by its key)."""
     ensure_ledger(spark)
     return _latest_per_day(spark.table(ingestions_table(spark)).where(F.col("stream") == stream), days)
 
 
-def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: list[date]) -> dict[str, dict]:
-    """The most recent validation of each day of a dataset version (what promotion is gated on)."""
+def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: list[str]) -> dict[str, dict]:
+    """The most recent validation of each partition of a dataset version (what promotion is gated on)."""
     ensure_ledger(spark)
     rows = spark.table(ledger_table(spark)).where(
         (F.col("dataset") == dataset) & (F.col("version") == version) & ~F.col("adopted")
@@ -232,7 +251,8 @@ def record_ingestions(
         [
             IngestionRow(
                 stream=spec.name,
-                partition=date.fromisoformat(day),
+                partition=partition_day(day),
+                partition_key=day,
                 run_id=run_id,
                 recorded_at=recorded,
                 archive_files=f.archive_files,
@@ -277,7 +297,8 @@ def record_validation(
             LedgerRow(
                 dataset=spec.name,
                 version=version,
-                partition=date.fromisoformat(day),
+                partition=partition_day(day),
+                partition_key=day,
                 run_id=context.run.run_id,
                 recorded_at=recorded,
                 stream=spec.primary_stream,

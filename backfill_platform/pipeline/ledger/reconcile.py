@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 
 from pyspark.sql import SparkSession
 
@@ -29,14 +29,21 @@ from backfill_platform.pipeline.ledger.commits import (
     production_commits,
     validation_runs,
 )
-from backfill_platform.pipeline.ledger.ledger import LedgerRow, ddl, ensure_ledger, ledger, ledger_table
+from backfill_platform.pipeline.ledger.ledger import (
+    LedgerRow,
+    ddl,
+    ensure_ledger,
+    key_of_row,
+    ledger,
+    ledger_table,
+    partition_day,
+)
 from backfill_platform.pipeline.run_tags import REASON, RUN_ID
 from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.durations import DAY
 
-Key = tuple[str, date, str]  # (version, partition, run_id) of a ledger row
+Key = tuple[str, str, str]  # (version, partition key, run_id) of a ledger row
 FACTS = ("promoted_snapshot_id", "promotion_run_id", "reverted_snapshot_id")
 ADOPTED = "adopted"
 
@@ -77,7 +84,7 @@ def promotion_facts(commits: list[dict], existing: dict[Key, dict]) -> dict[Key,
             if runs is None:
                 keys = [k for k, row in existing.items() if row["promoted_snapshot_id"] == snapshot]
             else:
-                keys = [(summary[VERSION], date.fromisoformat(d), run) for d, run in runs.items()]
+                keys = [(summary[VERSION], d, run) for d, run in runs.items()]
             named[snapshot] = keys
             for key in keys:
                 facts[key] = Fact(snapshot, commit["committed_at"], summary.get(RUN_ID))
@@ -97,10 +104,18 @@ def reconcile_ledger(spark: SparkSession, spec: DatasetSpec) -> Reconciliation:
     ensure_ledger(spark)
     commits = production_commits(spark, target)
     existing = {
-        (r["version"], r["partition"], r["run_id"]): r.asDict()
+        (r["version"], key_of_row(r.asDict()), r["run_id"]): r.asDict()
         for r in ledger(spark, spec.name)
         .select(
-            "version", "partition", "run_id", "recorded_at", "stream", *FACTS, "promoted_at", "reverted_at"
+            "version",
+            "partition",
+            "partition_key",
+            "run_id",
+            "recorded_at",
+            "stream",
+            *FACTS,
+            "promoted_at",
+            "reverted_at",
         )
         .collect()
     }
@@ -112,14 +127,22 @@ def reconcile_ledger(spark: SparkSession, spec: DatasetSpec) -> Reconciliation:
         if row is None or tuple(row[f] for f in FACTS) == tuple(getattr(fact, f) for f in FACTS):
             continue
         result.updated.append(key)
+        version, partition_key, run_id = key
         fixed = LedgerRow(
-            spec.name, *key, recorded_at=row["recorded_at"], stream=row["stream"], **asdict(fact)
+            spec.name,
+            version,
+            partition_day(partition_key),
+            run_id,
+            recorded_at=row["recorded_at"],
+            stream=row["stream"],
+            partition_key=partition_key,
+            **asdict(fact),
         )
         rows.append((fixed, False))
     for commit in commits:
         if commit["summary"].get(ACTION) == "adopt":
             for adopted in adopted_rows(spark, spec, commit, existing):
-                result.inserted.append((ADOPTED, adopted.partition, adopted.run_id))
+                result.inserted.append((ADOPTED, adopted.partition_key or "", adopted.run_id))
                 rows.append((adopted, True))
     if rows:
         merge(spark, rows)
@@ -135,18 +158,20 @@ def adopted_rows(
     days = [d for d in commit_days(summary) or [] if (ADOPTED, d, run_id) not in existing]
     if not days:
         return []
-    pinned = read_range(spark, production_table(spark, spec), spec, min(days), max(days) + DAY, snapshot)
+    start, end = spec.grain.bounds(min(days), max(days))
+    pinned = read_range(spark, production_table(spark, spec), spec, start, end, snapshot)
     fingerprints = partition_fingerprints(pinned, spec, days)
     return [
         LedgerRow(
             dataset=spec.name,
             version=ADOPTED,
-            partition=day,
+            partition=partition_day(day),
+            partition_key=day,
             run_id=run_id,
             recorded_at=commit["committed_at"],
             stream=spec.primary_stream,
             reason=summary.get(REASON),
-            **fingerprints[day.isoformat()].columns("shadow"),
+            **fingerprints[day].columns("shadow"),
             adopted=True,
             promoted_snapshot_id=snapshot,
             promoted_at=commit["committed_at"],
@@ -168,7 +193,9 @@ def merge(spark: SparkSession, rows: list[tuple[LedgerRow, bool]]) -> None:
     try:
         spark.sql(
             f"MERGE INTO {ledger_table(spark)} t USING {view} s "
+            # Rows recorded before hours have no partition_key: theirs is their day.
             "ON t.dataset = s.dataset AND t.version = s.version AND t.partition = s.partition "
+            "AND coalesce(t.partition_key, cast(t.partition AS string)) = s.partition_key "
             "AND t.run_id = s.run_id "
             f"WHEN MATCHED AND NOT s._insert THEN UPDATE SET {updates} "
             f"WHEN NOT MATCHED AND s._insert THEN INSERT ({', '.join(columns)}) "

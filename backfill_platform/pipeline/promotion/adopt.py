@@ -57,6 +57,10 @@ def adopt(
     The ledger rows (version `adopted`, run `adopt-<snapshot>`) are derived from the commit by
     `reconcile_ledger`, so an adoption that dies right after its commit is recorded by the next run.
     """
+    if spec.grain.unit != "day":
+        raise AdoptRefused(
+            f"{spec.name} is partitioned by {spec.grain.unit}: adopting a table is for daily datasets"
+        )
     reconcile_ledger(spark, spec)
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)

@@ -14,7 +14,7 @@ from dagster import (
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
-from backfill_platform.pipeline.partitions import window_days
+from backfill_platform.pipeline.partitions import window_partitions
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
@@ -74,7 +74,7 @@ def build_production_asset(
         pool=f"promote_{spec.name}",
     )
     def _production(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
-        start, end, _ = window_days(context)
+        start, end, _ = window_partitions(context)
         per_day = promotion_policy(context.run.tags) == PER_DAY
         promotion = promote(
             spark.spark_session, spec, sources, start, end, run_properties(context), per_day=per_day

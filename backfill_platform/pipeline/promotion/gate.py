@@ -9,8 +9,6 @@ that a promotion can either refuse the whole range or publish only the days that
 
 from __future__ import annotations
 
-from datetime import date
-
 from pyspark.sql import SparkSession
 
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
@@ -28,7 +26,7 @@ def gate_problems(
     spec: DatasetSpec,
     version: str,
     shadow: dict[str, Fingerprint],
-    days: list[date],
+    days: list[str],
     inputs: dict[str, DayInputs],
 ) -> tuple[dict[str, dict], dict[str, str]]:
     """Judge each day on its own: (the ledger rows that validated the promotable days, day → reason
@@ -44,7 +42,7 @@ def gate_problems(
     validations = latest_shadow_rows(spark, spec.name, version, days)
     passed: dict[str, dict] = {}
     problems: dict[str, str] = {}
-    for day in (d.isoformat() for d in days):
+    for day in days:
         record = validations.get(day)
         if record is None:
             problems[day] = f"the checks of shadow {version} never ran"

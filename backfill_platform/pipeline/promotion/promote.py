@@ -18,18 +18,19 @@ next one.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from backfill_platform.faults import PROMOTION_BEFORE_LEDGER, failpoint
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import replace_days, replace_range, table_exists
+from backfill_platform.lakehouse.tables import in_range, replace_range, replace_ranges, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     CHECK_DIGEST,
@@ -46,11 +47,11 @@ from backfill_platform.pipeline.ledger.commits import (
     encode_validation_runs,
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
-from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_problems, refusal
 from backfill_platform.pipeline.shadow.inputs import current_inputs
 from backfill_platform.pipeline.tables.dataset_tables import (
     ensure_dataset_table,
+    partition_ranges,
     production_table,
     read_range,
     shadow_table,
@@ -63,6 +64,7 @@ from backfill_platform.pipeline.validation.buckets import (
 )
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import DAILY
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -72,8 +74,8 @@ class Promotion:
 
     dataset: str
     version: str
-    start: date
-    end: date
+    start: date | datetime
+    end: date | datetime
     snapshot_id: int | None
     previous_snapshot_id: int | None
     shadow_snapshot_id: int | None
@@ -98,63 +100,66 @@ def promote(
     spark: SparkSession,
     spec: DatasetSpec,
     sources: Sequence[StreamSpec],
-    start: date,
-    end: date,
+    start: date | datetime,
+    end: date | datetime,
     properties: dict[str, str] | None = None,
     per_day: bool = False,
 ) -> Promotion:
-    """Promote [start, end) of the active version's shadow to production in one fenced commit.
+    """Promote [start, end) of the active version's shadow to production in one fenced commit: days
+    (dates, or instants), or hours of an hourly dataset (instants on hour boundaries).
 
-    All or nothing unless `per_day`: then only the days passing the gate are replaced, the others are
-    returned in `held_back`; PromotionRefused (production untouched) when no day passes.
+    All or nothing unless `per_day`: then only the partitions passing the gate are replaced, the others
+    are returned in `held_back`; PromotionRefused (production untouched) when no partition passes.
     """
+    interval = as_instants(start, end)
     reconcile_ledger(spark, spec)
     version = spec.active_version
     source = shadow_table(spark, spec, version)
     if not table_exists(spark, source):
         raise PromotionRefused(f"refusing to promote {spec.name}: shadow {version} was never materialized")
     shadow_snapshot = current_snapshot_id(spark, source)
-    shadow = read_range(spark, source, spec, start, end, shadow_snapshot)
-    days = days_between(start, end)
+    shadow = read_range(spark, source, spec, *interval, shadow_snapshot)
+    keys = spec.grain.keys_between(*interval)
     # At that snapshot: usually already computed by this run's shadow step (snapshot_figures).
-    shadow_figures = table_figures(spark, source, spec, start, end, shadow_snapshot)
-    iso_days = [d.isoformat() for d in days]
+    shadow_figures = table_figures(spark, source, spec, *interval, shadow_snapshot)
     validations, held_back = gate_problems(
         spark,
         spec,
         version,
-        day_fingerprints_of(shadow_figures, iso_days),
-        days,
-        current_inputs(spark, spec, sources, iso_days),
+        day_fingerprints_of(shadow_figures, keys),
+        keys,
+        current_inputs(spark, spec, sources, keys),
     )
     if held_back and (not per_day or not validations):
         raise refusal(spec, version, held_back)
     promoted = sorted(validations)
-    promoted_days = [date.fromisoformat(d) for d in promoted]
+    promoted_ranges = partition_ranges(spec, promoted)
     if held_back:
-        shadow = shadow.where(F.col(spec.partition_column).isin(promoted_days))
+        shadow = shadow.where(
+            reduce(operator.or_, (in_range(spec.partition_column, a, b) for a, b in promoted_ranges))
+        )
 
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)
     previous = current_snapshot_id(spark, target)
     provisional = [d for d in promoted if validations[d].get("provisional")]
     snapshot_properties = _snapshot_properties(
-        spec, shadow_snapshot, validations, held_back, provisional, (start, end), properties
+        spec, shadow_snapshot, validations, held_back, provisional, interval, properties
     )
     with refuse_on_conflict(spec.name, start, end):
         snapshot = _commit(
             shadow,
             target,
             spec,
-            (start, end),
-            promoted_days if held_back else None,
+            interval,
+            (promoted_ranges, len(promoted)) if held_back else None,
             snapshot_properties,
             previous,
         )
     failpoint(PROMOTION_BEFORE_LEDGER)
     reconcile_ledger(spark, spec)
 
-    published = table_figures(spark, target, spec, start, end, snapshot)
+    published = table_figures(spark, target, spec, *interval, snapshot)
     rows_by_day = {d: int(validations[d]["shadow_rows"]) for d in promoted}
     return Promotion(
         dataset=spec.name,
@@ -176,13 +181,20 @@ def promote(
     )
 
 
+def as_instants(start: date | datetime, end: date | datetime) -> tuple[datetime, datetime]:
+    """A range given as days (dates: their UTC midnights) or as instants, as instants."""
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return start, end
+    return DAILY.start(start), DAILY.start(end)
+
+
 def _snapshot_properties(
     spec: DatasetSpec,
     shadow_snapshot: int,
     validations: dict[str, dict],
     held_back: dict[str, str],
     provisional: list[str],
-    interval: tuple[date, date],
+    interval: tuple[datetime, datetime],
     properties: dict[str, str] | None,
 ) -> dict[str, Any]:
     """What the production commit records: the run's properties, the range, the days it replaced and the
@@ -198,8 +210,8 @@ def _snapshot_properties(
         CHECK_DIGEST: hashlib.sha256(",".join(digests).encode()).hexdigest()[:16],
         # Promoted before their lateness horizon passed; promoted again once settled.
         PROVISIONAL_DAYS: day_list(provisional),
-        RANGE_START: interval[0].isoformat(),
-        RANGE_END: interval[1].isoformat(),
+        RANGE_START: spec.grain.key(interval[0]),
+        RANGE_END: spec.grain.key(interval[1]),
         DAYS: day_list(promoted),
         VALIDATION_RUNS: encode_validation_runs({d: validations[d]["run_id"] for d in promoted}),
         HELD_BACK: day_list(list(held_back)),
@@ -210,19 +222,19 @@ def _commit(
     shadow: DataFrame,
     target: str,
     spec: DatasetSpec,
-    interval: tuple[date, date],
-    only_days: list[date] | None,
+    interval: tuple[datetime, datetime],
+    only: tuple[list, int] | None,
     snapshot_properties: dict[str, Any],
     previous: int | None,
 ) -> int:
-    """Replace the range (or only `only_days` of it) in production with the shadow's rows, in one commit
-    fenced on production's snapshot `previous`; the new snapshot's id."""
-    if only_days is not None:
-        return replace_days(
+    """Replace the range (or `only` its (ranges, partition count) that passed) in production with the
+    shadow's rows, in one commit fenced on production's snapshot `previous`; the new snapshot's id."""
+    if only is not None:
+        return replace_ranges(
             shadow,
             target,
             spec.partition_column,
-            only_days,
+            *only,
             snapshot_properties,
             options=fence_options(previous),
         )
@@ -230,14 +242,14 @@ def _commit(
         shadow,
         target,
         spec.partition_column,
-        *interval,
+        *spec.partition_bounds(*interval),
         snapshot_properties,
         options=fence_options(previous),
     )
 
 
 @contextmanager
-def refuse_on_conflict(dataset: str, start: date, end: date) -> Iterator[None]:
+def refuse_on_conflict(dataset: str, start: date | datetime, end: date | datetime) -> Iterator[None]:
     """Turn Iceberg's refusal of a fenced commit into a PromotionRefused that says what happened."""
     try:
         yield

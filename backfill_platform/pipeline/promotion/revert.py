@@ -9,14 +9,15 @@ would silently undo it. The ledger is then derived from production's history (`r
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
+from functools import reduce
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import replace_days, table_exists
+from backfill_platform.lakehouse.tables import in_range, replace_ranges, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     DATASET,
@@ -31,10 +32,14 @@ from backfill_platform.pipeline.ledger.commits import (
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.promotion.promote import fence_options
 from backfill_platform.pipeline.run_tags import REASON
-from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, production_table, read_range
+from backfill_platform.pipeline.tables.dataset_tables import (
+    columns_ddl,
+    partition_ranges,
+    production_table,
+    read_range,
+)
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.durations import DAY
 
 
 class RevertRefused(RuntimeError):
@@ -45,10 +50,10 @@ class RevertRefused(RuntimeError):
 class Revert:
     promotion_snapshot_id: int
     snapshot_id: int | None
-    start: date
-    end: date
+    start: date | datetime  # days for a daily dataset, instants for an hourly one
+    end: date | datetime
     rows_restored: int
-    # The days restored (exactly the promotion's days) and the rows each holds again.
+    # The partitions restored (exactly the promotion's) and the rows each holds again.
     days: list[str] = field(default_factory=list)
     rows_by_day: dict[str, int] = field(default_factory=dict)
 
@@ -79,7 +84,7 @@ def revert_promotion(
     reconcile_ledger(spark, spec)
     promotion = _promotion_to_revert(spec, production_commits(spark, target), snapshot_id)
     days = commit_days(promotion["summary"]) or []
-    start, end = min(days), max(days) + DAY
+    start, end = spec.grain.bounds(min(days), max(days))
     # Compare contents rather than trusting commit metadata: any later change to these partitions,
     # by whatever writer, would be undone by the restore.
     head = current_snapshot_id(spark, target)
@@ -93,32 +98,35 @@ def revert_promotion(
             f"{spec.name} {changed} changed after promotion {promotion['snapshot_id']}; "
             "reverting would undo those later commits too"
         )
+    ranges = partition_ranges(spec, days)
     parent = promotion["parent_id"]
     if parent is None:
         previous = spark.createDataFrame([], columns_ddl(spec))
     else:
         previous = read_range(spark, target, spec, start, end, parent).where(
-            F.col(spec.partition_column).isin(days)
+            reduce(operator.or_, (in_range(spec.partition_column, a, b) for a, b in ranges))
         )
     restored = {day: fp.rows for day, fp in partition_fingerprints(previous, spec, days).items()}
-    snapshot = replace_days(
+    snapshot = replace_ranges(
         previous,
         target,
         spec.partition_column,
-        days,
+        ranges,
+        len(days),
         properties={
             ACTION: "revert",
             REVERTS: promotion["snapshot_id"],
             DATASET: spec.name,
             REASON: reason or "revert",
-            RANGE_START: start.isoformat(),
-            RANGE_END: end.isoformat(),
+            RANGE_START: spec.grain.key(start),
+            RANGE_END: spec.grain.key(end),
             DAYS: day_list(days),
         },
         # What was compared above is what gets replaced: a commit to those days since `head` fails this one.
         options=fence_options(head),
     )
     reconcile_ledger(spark, spec)
+    shown = spec.partition_bounds(start, end)
     return Revert(
-        promotion["snapshot_id"], snapshot, start, end, sum(restored.values()), sorted(restored), restored
+        promotion["snapshot_id"], snapshot, *shown, sum(restored.values()), sorted(restored), restored
     )

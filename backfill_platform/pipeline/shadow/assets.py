@@ -22,7 +22,7 @@ from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import record_validation
 from backfill_platform.pipeline.lookback_mapping import LookbackMapping
-from backfill_platform.pipeline.partitions import window_days
+from backfill_platform.pipeline.partitions import window_partitions
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
 from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
 from backfill_platform.pipeline.shadow.validate import (
@@ -116,7 +116,7 @@ def build_shadow_asset(
         context: AssetExecutionContext, config: ShadowConfig, spark: SparkIcebergResource
     ) -> Iterator:
         session = spark.spark_session
-        start, end, days = window_days(context)
+        start, end, days = window_partitions(context)
         max_ratio = divergence_bound(config, context.run.tags)
         per_day = promotion_policy(context.run.tags) == PER_DAY
         _require_events(session, sources)
@@ -130,7 +130,8 @@ def build_shadow_asset(
         ensure_dataset_table(session, spec, target)
         properties = {**run_properties(context), VERSION: version}
         try:
-            snapshot = replace_range(output, target, spec.partition_column, start, end, properties)
+            bounds = spec.partition_bounds(start, end)
+            snapshot = replace_range(output, target, spec.partition_column, *bounds, properties)
         finally:
             output.unpersist()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -29,6 +29,7 @@ from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.buckets import events_values, expectations_from
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
 from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs, day_inputs
@@ -38,23 +39,28 @@ from backfill_platform.pipeline.validation.snapshot_figures import (
     events_fingerprints,
 )
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
-from backfill_platform.specs.durations import DAY, midnight
+from backfill_platform.specs.durations import midnight
+from backfill_platform.specs.grain import Grain, value_key
 from backfill_platform.specs.stream import StreamSpec
 
 
 def source_days(days: Sequence[str], source: SourceInput) -> list[str]:
-    """The days of a source that the dataset days read: each day and the days its lookback reaches."""
+    """The partitions of a source that the dataset's partitions read: each one and those its lookback
+    reaches (days, or hours of an hourly dataset)."""
+    if not days:
+        return []
+    grain = Grain.of_key(days[0])
     read = {
-        (date.fromisoformat(day) - back * DAY).isoformat()
+        grain.key(grain.start(day) - back * grain.length)
         for day in days
-        for back in range(source.days_back + 1)
+        for back in range(source.partitions_back(grain) + 1)
     }
     return sorted(read)
 
 
-def read_interval(start: date, end: date, source: SourceInput) -> tuple[datetime, datetime]:
-    """The event times the dataset days [start, end) read from this source."""
-    return midnight(start) - source.lookback, midnight(end)
+def read_interval(start: datetime, end: datetime, source: SourceInput) -> tuple[datetime, datetime]:
+    """The event times the dataset partitions [start, end) read from this source."""
+    return start - source.lookback, end
 
 
 @dataclass
@@ -69,9 +75,9 @@ class SourceRead:
 
 
 def read_source(
-    spark: SparkSession, source: SourceInput, stream: StreamSpec, start: date, end: date
+    spark: SparkSession, source: SourceInput, stream: StreamSpec, start: datetime, end: datetime
 ) -> SourceRead:
-    """Pin the source's events table and read what the days [start, end) read from it."""
+    """Pin the source's events table and read what the partitions [start, end) read from it."""
     table = events_table(spark, stream)
     snapshot_id = current_snapshot_id(spark, table)
     events = read_at(spark, table, snapshot_id).where(
@@ -86,12 +92,20 @@ def input_fingerprints(events: DataFrame, source: SourceInput, days: list[str]) 
     An event at time t is read by the days from to_date(t) to to_date(t + lookback): each event is
     counted once per day that reads it, in one aggregation.
     """
+    if not days:
+        return {}
+    grain = Grain.of_key(days[0])
     if not source.lookback:
-        return day_fingerprints(events, F.to_date("event_time"), days)
+        return day_fingerprints(events, partition_of(grain, "event_time"), days)
     seconds = int(source.lookback.total_seconds())
-    reading_days = F.sequence(
-        F.to_date("event_time"), F.to_date(F.col("event_time") + F.expr(f"INTERVAL {seconds} SECONDS"))
-    )
+    until = F.col("event_time") + F.expr(f"INTERVAL {seconds} SECONDS")
+    if grain.unit == "day":
+        reading_days = F.sequence(F.to_date("event_time"), F.to_date(until))
+    else:
+        hours = F.sequence(
+            F.date_trunc("hour", "event_time"), F.date_trunc("hour", until), F.expr("INTERVAL 1 HOUR")
+        )
+        reading_days = F.transform(hours, lambda hour: F.date_format(hour, grain.spark_key_format))
     rows = (
         events.select(F.explode(reading_days).alias("_day"), *events.columns)
         .where(F.col("_day").isin(days))
@@ -99,7 +113,7 @@ def input_fingerprints(events: DataFrame, source: SourceInput, days: list[str]) 
         .agg(F.count(F.lit(1)).alias("n"), hash_sum(events.columns).alias("h"))
         .collect()
     )
-    found = {row["_day"].isoformat(): Fingerprint(row["n"], str(row["h"])) for row in rows}
+    found = {value_key(row["_day"]): Fingerprint(row["n"], str(row["h"])) for row in rows}
     return {d: found.get(d, Fingerprint.EMPTY) for d in days}
 
 
@@ -108,8 +122,9 @@ def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str
     their ingestion's verdict is about the whole day)."""
     if not days:
         return {}
+    grain = Grain.of_key(days[0])
     return day_fingerprints(
-        events_at(spark, read.table, read.snapshot_id, days), F.to_date("event_time"), days
+        events_at(spark, read.table, read.snapshot_id, days), partition_of(grain, "event_time"), days
     )
 
 
@@ -125,7 +140,7 @@ def judge_inputs(
     for source in spec.inputs:
         read = reads[source.stream]
         # Days before the stream's first partition do not exist: nothing there is read or waited for.
-        first = read.stream.first_partition.isoformat()
+        first = spec.grain.key(midnight(read.stream.first_partition))
         for day in days:
             judged.reads.setdefault(day, [])
             judged.reads[day] += [(source.stream, d) for d in source_days([day], source) if d >= first]
@@ -138,9 +153,7 @@ def judge_inputs(
             values.setdefault(bucket, {}).update(bucket_values)
         before = [d for d in read_days if d not in own]
         judged.day_fingerprints[source.stream] = {**own, **whole_day_fingerprints(read, session, before)}
-        judged.ingestions[source.stream] = latest_ingestions(
-            session, source.stream, [date.fromisoformat(d) for d in read_days]
-        )
+        judged.ingestions[source.stream] = latest_ingestions(session, source.stream, read_days)
         inputs[source.stream] = own if not source.lookback else input_fingerprints(read.events, source, days)
     judged.expected = expectations_from(values, spec)
     judged.inputs = day_inputs(inputs, days)
@@ -163,7 +176,7 @@ def current_inputs(
         if not table_exists(spark, table):
             per_source[source.stream] = dict.fromkeys(days, Fingerprint.EMPTY)
             continue
-        start, end = date.fromisoformat(min(days)), date.fromisoformat(max(days)) + DAY
+        start, end = spec.grain.bounds(min(days), max(days))
         read = read_source(spark, source, stream, start, end)
         per_source[source.stream] = input_fingerprints(read.events, source, days)
     return day_inputs(per_source, days)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Collection
+from datetime import date, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -38,8 +39,27 @@ def columns_ddl(spec: DatasetSpec) -> str:
 
 
 def ensure_dataset_table(spark: SparkSession, spec: DatasetSpec, identifier: str) -> None:
-    """Create a shadow or production table, or add the output columns the spec has gained since."""
-    ensure_table(spark, identifier, columns(spec), spec.partition_column)
+    """Create a shadow or production table, or add the output columns the spec has gained since.
+
+    A daily dataset is partitioned by its date column's values, an hourly one by `hours(...)` of its
+    timestamp column: a promotion or revert of a partition then replaces whole files."""
+    partitioning = spec.partition_column
+    if spec.grain.unit == "hour":
+        partitioning = f"hours({spec.partition_column})"
+    ensure_table(spark, identifier, columns(spec), partitioning)
+
+
+def partition_ranges(spec: DatasetSpec, keys: Collection[str]) -> list[tuple[date | datetime, ...]]:
+    """The partitions `keys` as [start, end) ranges of the partition column's values, contiguous
+    partitions merged: what `lakehouse.tables.replace_ranges` replaces."""
+    grain = spec.grain
+    merged: list[list[datetime]] = []
+    for start in sorted(grain.start(key) for key in set(keys)):
+        if merged and merged[-1][1] == start:
+            merged[-1][1] = start + grain.length
+        else:
+            merged.append([start, start + grain.length])
+    return [spec.partition_bounds(start, end) for start, end in merged]
 
 
 def conform(df: DataFrame, spec: DatasetSpec, version: str) -> DataFrame:
@@ -54,13 +74,16 @@ def read_range(
     spark: SparkSession,
     identifier: str,
     spec: DatasetSpec,
-    start: date,
-    end: date,
+    start: date | datetime,
+    end: date | datetime,
     snapshot_id: int | None = None,
 ) -> DataFrame:
-    """Rows of [start, end) of a dataset table, at a pinned snapshot when given (empty if no table)."""
+    """Rows of [start, end) of a dataset table, at a pinned snapshot when given (empty if no table).
+    Instants are read as the partition column's values (`DatasetSpec.partition_bounds`)."""
     if not table_exists(spark, identifier):
         return spark.createDataFrame([], columns_ddl(spec))
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        start, end = spec.partition_bounds(start, end)
     rows = read_at(spark, identifier, snapshot_id).where(in_range(spec.partition_column, start, end))
     return with_declared_columns(rows, spec)
 

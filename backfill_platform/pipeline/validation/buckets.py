@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from sqlglot import exp
 
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.expressions import (
@@ -26,8 +27,10 @@ from backfill_platform.specs.expressions import (
     checked_condition,
     parse_checked,
 )
+from backfill_platform.specs.grain import Grain, value_key
 
-Bucket = tuple[str, int | None]  # (ISO day, hour); the hour is None when the day is the bucket
+# (partition key, hour); the hour is None when the partition (a day, or an hour) is the bucket
+Bucket = tuple[str, int | None]
 
 
 @dataclass
@@ -43,22 +46,27 @@ class BucketFigures:
 
 def bucket_label(bucket: Bucket) -> int | str:
     """How a bucket is shown within its day's check: its hour, or 'whole day'."""
-    return "whole day" if bucket[1] is None else bucket[1]
+    if bucket[1] is not None:
+        return bucket[1]
+    return "whole day" if Grain.of_key(bucket[0]).unit == "day" else "whole hour"
 
 
 def _events_bucket(spec: DatasetSpec) -> list[Column]:
     """The bucket of an event, column for column as `spec.bucket_columns` names it in the table."""
-    day_and_hour = [F.to_date("event_time"), F.hour("event_time")]
+    day_and_hour = [partition_of(spec.grain, "event_time"), F.hour("event_time")]
     return [c.alias(f"_b{i}") for i, c in enumerate(day_and_hour[: len(spec.bucket_columns)])]
 
 
 def _table_bucket(spec: DatasetSpec) -> list[Column]:
-    return [F.col(c).alias(f"_b{i}") for i, c in enumerate(spec.bucket_columns)]
+    partition, *hour = spec.bucket_columns
+    # A daily table's date column is its partition as it is; an hourly table's hour is written as its key.
+    first = F.col(partition) if spec.grain.unit == "day" else partition_of(spec.grain, partition)
+    return [first.alias("_b0"), *(F.col(c).alias(f"_b{i}") for i, c in enumerate(hour, start=1))]
 
 
 def _bucket_of(row: Row, spec: DatasetSpec) -> Bucket:
     hour = row["_b1"] if len(spec.bucket_columns) > 1 else None
-    return row["_b0"].isoformat(), None if hour is None else int(hour)
+    return value_key(row["_b0"]), None if hour is None else int(hour)
 
 
 def _filtered(expression: str, condition: str) -> str:
@@ -199,11 +207,13 @@ def null_keys_of(figures: dict[Bucket, BucketFigures], spec: DatasetSpec) -> dic
     return {c: sum(f.null_keys.get(c, 0) for f in figures.values()) for c in spec.key_columns}
 
 
-def partition_fingerprints(table: DataFrame, spec: DatasetSpec, days: list[date]) -> dict[str, Fingerprint]:
-    """Each partition's fingerprint over the declared columns; an empty partition's is `Fingerprint.EMPTY`."""
-    return day_fingerprints(
-        table.select(*spec.columns), F.col(spec.partition_column), [d.isoformat() for d in days]
-    )
+def partition_fingerprints(
+    table: DataFrame, spec: DatasetSpec, days: list[date] | list[str]
+) -> dict[str, Fingerprint]:
+    """Each partition's fingerprint over the declared columns; an empty partition's is `Fingerprint.EMPTY`.
+    `days`: partition keys (or a daily dataset's days as dates)."""
+    partition = _table_bucket(spec)[0]
+    return day_fingerprints(table.select(*spec.columns), partition, [value_key(d) for d in days])
 
 
 def failing_buckets(

@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from backfill_platform.specs.grain import value_key
+
 
 @dataclass(frozen=True)
 class Fingerprint:
@@ -63,7 +65,7 @@ def day_fingerprints(df: DataFrame, day: Column, days: list[str]) -> dict[str, F
         .agg(F.count(F.lit(1)).alias("n"), hash_sum(df.columns).alias("h"))
         .collect()
     )
-    found = {row["_day"].isoformat(): Fingerprint(row["n"], str(row["h"])) for row in rows}
+    found = {value_key(row["_day"]): Fingerprint(row["n"], str(row["h"])) for row in rows}
     return {d: found.get(d, Fingerprint.EMPTY) for d in days}
 
 
@@ -81,7 +83,7 @@ def day_fingerprints_and_nulls(
         .collect()
     )
     found = {
-        row["_day"].isoformat(): Fingerprint(row["n"], str(row["h"]))
+        value_key(row["_day"]): Fingerprint(row["n"], str(row["h"]))
         for row in rows
         if row["_day"] is not None
     }

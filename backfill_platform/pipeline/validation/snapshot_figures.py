@@ -16,10 +16,10 @@ from datetime import date
 from typing import TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
@@ -29,7 +29,7 @@ from backfill_platform.pipeline.validation.buckets import (
 )
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.durations import day_bounds
+from backfill_platform.specs.grain import Grain
 
 _LIMIT = 64
 _CACHE: OrderedDict[Hashable, object] = OrderedDict()
@@ -73,7 +73,7 @@ def table_figures(
 def events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
     """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
     return read_at(spark, identifier, snapshot_id).where(
-        in_range("event_time", *day_bounds(min(days), max(days)))
+        in_range("event_time", *Grain.of_key(days[0]).bounds(min(days), max(days)))
     )
 
 
@@ -96,7 +96,7 @@ def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -
 
     def compute() -> dict[str, Fingerprint]:
         events = events_at(spark, identifier, snapshot_id, days)
-        return day_fingerprints(events, F.to_date("event_time"), days)
+        return day_fingerprints(events, partition_of(Grain.of_key(days[0]), "event_time"), days)
 
     if snapshot_id is None:
         return compute()

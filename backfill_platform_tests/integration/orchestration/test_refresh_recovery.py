@@ -117,7 +117,7 @@ class Refresh:
         ]
 
     def read_record(self, day: str, versions: dict[str, str], at: float) -> AssetObservation:
-        version = read_version(versions, window_hours(self.stream, midnight(day)))
+        version = read_version(versions, window_hours(self.stream, day))
         return AssetObservation(
             asset_key=EVENTS, partition=day, tags={DATA_VERSION_TAG: f"{version}@{at:.3f}"}
         )
