@@ -5,11 +5,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import date
+from datetime import UTC, date, datetime
 
 import click
 
 from backfill_platform.cli.errors import RefusingGroup, refusal
+from backfill_platform.specs.grain import Grain
 
 
 @click.group(cls=RefusingGroup)
@@ -76,6 +77,28 @@ def quiet_dagster() -> None:
     for category in (BetaWarning, PreviewWarning, SupersessionWarning):
         warnings.filterwarnings("ignore", category=category)
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="dagster")
+
+
+# What --start and --end accept: a day, or an hour (UTC) for an hourly stream or dataset.
+# An hour's partition key (`2026-10-01-14:00`, as `status` prints it) is accepted as it is.
+RANGE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d-%H:%M"]
+
+
+def partition_range(start: datetime, end: datetime, grain: Grain) -> tuple[date | datetime, date | datetime]:
+    """[--start, --end) in whole partitions: days (dates) of a daily stream or dataset; for an hourly one
+    UTC instants, --start floored and --end ceiled to the hour (a deploy wrong from 14:10 to 15:40
+    re-derives 14:00 to 16:00), so that the range holds every hour it touches."""
+    if grain.unit == "day":
+        if start.time() != datetime.min.time() or end.time() != datetime.min.time():
+            raise click.BadParameter(
+                f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M}: partitioned by day, give days (2026-10-01)",
+                param_hint="--start/--end",
+            )
+        return day_range(start, end)
+    first, after = grain.floor(start.replace(tzinfo=UTC)), grain.ceil(end.replace(tzinfo=UTC))
+    if after <= first:
+        raise click.BadParameter(f"--end {end:%Y-%m-%dT%H:%M} must be after --start", param_hint="--end")
+    return first, after
 
 
 def day_range(start, end) -> tuple[date, date]:

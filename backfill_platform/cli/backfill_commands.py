@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from backfill_platform.cli.app import (
+    RANGE_FORMATS,
     dataset_spec,
-    day_range,
     main,
+    partition_range,
     quiet_dagster,
     refusals,
     spark_session,
@@ -20,29 +21,40 @@ from backfill_platform.cli.app import (
 @main.command()
 @click.option("--stream", default=None, help="Stream name; every dataset built on it is shown.")
 @click.option("--dataset", default=None, help="Dataset name (its source stream is planned).")
-@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
-@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+@click.option(
+    "--start",
+    type=click.DateTime(RANGE_FORMATS),
+    required=True,
+    help="First event day (UTC), or hour (2026-10-01T14:00) of an hourly stream or dataset.",
+)
+@click.option(
+    "--end",
+    type=click.DateTime(RANGE_FORMATS),
+    required=True,
+    help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
+)
 def plan(stream: str | None, dataset: str | None, start, end) -> None:
     """What a backfill of [--start, --end) would read and redo, before running anything (for a dataset
     with several sources, one plan per source).
 
-    Per event-time day: its read window (widened by the stream's clock skew before and allowed
-    lateness after), the archive files, bytes and lines in it, the ingestion hours it needs that have
-    no file, and what production holds for it (version @ snapshot, from the ledger); then the totals
-    and an estimate from the events throughput the ledger measured. Counting lines reads every file
-    of the range once (stream-decompressed, bounded memory): expect it to take a while on large
-    archives. Starts no Spark session and reads no table but the ledger (PyIceberg).
+    Per event-time partition (a day, or an hour of an hourly stream): its read window (widened by the
+    stream's clock skew before and allowed lateness after), the archive files, bytes and lines in it,
+    the ingestion hours it needs that have no file, and what production holds for it (version @
+    snapshot, from the ledger); then the totals and an estimate from the events throughput the ledger
+    measured. Counting lines reads every file of the range once (stream-decompressed, bounded memory):
+    expect it to take a while on large archives. Starts no Spark session and reads no table but the
+    ledger (PyIceberg).
 
-    --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days.
+    --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days (every hour
+    of them for an hourly stream); --start 2026-10-01T14:10 --end 2026-10-01T15:40 plans 14:00 and 15:00.
     """
     from backfill_platform.components.registry import find_project, project_specs
-    from backfill_platform.operations.plan import plan_summary, plan_table
-    from backfill_platform.specs.durations import DAY
+    from backfill_platform.operations.plan import lookback_start, plan_summary, plan_table
+    from backfill_platform.operations.ranges import bound, widened
 
     quiet_dagster()
     if (stream is None) == (dataset is None):
         raise click.UsageError("give exactly one of --stream and --dataset")
-    first, after = day_range(start, end)
     specs = project_specs()
     if dataset is not None:
         datasets = [dataset_spec(dataset)]
@@ -55,16 +67,17 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
     else:
         datasets = [d for d in specs.datasets.values() if stream in d.stream_names]
         streams = [stream]
+    grain = datasets[0].grain if dataset is not None else specs.streams[stream].grain
+    whole = partition_range(start, end, grain)
+    first, after = (bound(grain, at) for at in whole)  # instants: a day is where it starts on its grain
     console = wide_console()
-    # A dataset's plan also lists the source days its lookback reads before the range (the backfill
-    # ingests them, or validates them as already ingested and unchanged, in the same run).
-    reads_from = {}
-    if dataset is not None:
-        reads_from = {i.stream: first - i.days_back * DAY for i in datasets[0].inputs if i.days_back}
+    if note := widened(grain, (start, end), whole):
+        console.print(note, markup=False, highlight=False)
     for name in streams:
         stream_spec = specs.streams[name]
-        read_from = reads_from.get(name)
-        read_from = max(read_from, stream_spec.first_partition) if read_from else None
+        # A dataset's plan also lists the source partitions its lookback reads before the range (the
+        # backfill ingests them, or validates them as already ingested and unchanged, in the same run).
+        read_from = lookback_start(datasets[0], stream_spec, first) if dataset is not None else None
         result = counted_plan(console, stream_spec, datasets, first, after, read_from)
         console.print(plan_table(result))
         for line in plan_summary(result):
@@ -95,8 +108,18 @@ def counted_plan(console, stream, datasets, first, after, read_from=None):
 
 @main.command()
 @click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
-@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
-@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+@click.option(
+    "--start",
+    type=click.DateTime(RANGE_FORMATS),
+    required=True,
+    help="First event day (UTC), or hour (2026-10-01T14:00) of an hourly dataset.",
+)
+@click.option(
+    "--end",
+    type=click.DateTime(RANGE_FORMATS),
+    required=True,
+    help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
+)
 @click.option("--reason", default=None, help="Why; recorded as run tag and on the promotion snapshot.")
 @click.option("--ticket", default=None, help="Ticket id; recorded like --reason.")
 @click.option("--dry-run", is_flag=True, help="Events and shadow with their checks; never promote.")
@@ -148,7 +171,8 @@ def backfill(
     ledger and, per failed day, the check and its numbers (read from the run's check evaluations).
     Exits 1 when any day failed a blocking check or was held back.
 
-    --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days.
+    --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 runs two days. For an hourly
+    dataset give hours (UTC): --start 2026-10-01T14:10 --end 2026-10-01T15:40 runs 14:00 and 15:00.
     """
     from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.backfill import (
@@ -162,12 +186,15 @@ def backfill(
     from backfill_platform.operations.graphql import SubmitError
     from backfill_platform.operations.in_process import run_backfill
     from backfill_platform.operations.progress import backfill_update, progress_display, step_update
+    from backfill_platform.operations.ranges import widened
     from backfill_platform.operations.submit import submit_backfill
     from backfill_platform.orchestration.instance import instance_from_env
 
     quiet_dagster()
-    first, after = day_range(start, end)
     spec = dataset_spec(dataset)
+    first, after = partition_range(start, end, spec.grain)
+    if note := widened(spec.grain, (start, end), (first, after)):
+        wide_console().print(note, markup=False, highlight=False)
     streams = project_specs().streams
     sources = tuple(streams[name] for name in spec.stream_names)
     request = BackfillRequest(
@@ -175,7 +202,8 @@ def backfill(
     )
     console = wide_console()
     what = "events → shadow → checks" + ("" if dry_run else " → production")
-    title = f"{dataset} {first}…{after} (exclusive): {what}"
+    shown = (first, after) if spec.grain.unit == "day" else (request.days[0], spec.grain.key(after))
+    title = f"{dataset} {shown[0]}…{shown[1]} (exclusive): {what}"
     if instance_url:
         with refusals(), progress_display(console, f"{title}, backfill at {instance_url}") as update:
             try:
@@ -194,20 +222,20 @@ def backfill(
     for line in problem_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if outcome.held_back:
-        console.print(
-            f"held back: {', '.join(d.isoformat() for d in outcome.held_back)}; production keeps them"
-        )
+        console.print(f"held back: {', '.join(outcome.held_back)}; production keeps them")
     if not outcome.ok:
         raise SystemExit(1)
-    console.print("dry run: production untouched" if dry_run else f"promoted {len(request.days)} day(s)")
+    promoted = f"promoted {len(request.days)} {spec.grain.unit}(s)"
+    console.print("dry run: production untouched" if dry_run else promoted)
 
 
 @main.command("status")
 @click.option("--dataset", default=None, help="One dataset [all].")
 def status_command(dataset: str | None) -> None:
-    """Per dataset and day: promoted (version @ snapshot), provisional, blocked (failed checks), stale
-    (events re-derived since validated), validated or adopted — from the ledger, through PyIceberg (no
-    Spark). `ledger --dataset D` first repairs the ledger if a process died after a production commit."""
+    """Per dataset and partition (day, or hour of an hourly dataset): promoted (version @ snapshot),
+    provisional, blocked (failed checks), stale (events re-derived since validated), validated or adopted
+    — from the ledger, through PyIceberg (no Spark). `ledger --dataset D` first repairs the ledger if a
+    process died after a production commit."""
     from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.status import status, status_table
 
@@ -220,10 +248,11 @@ def status_command(dataset: str | None) -> None:
 @click.option("--backfill", "ident", required=True, help="A Dagster backfill id or a run id.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the markdown here.")
 def report_command(ident: str, out: Path | None) -> None:
-    """What one backfill or run did, per dataset and day, as markdown: archive records, events written,
-    duplicates, quarantined, late, shadow rows and hash sum, diverging rows, checks, and the production
-    snapshot(s) it promoted and when — from the ledger and production's snapshots, through PyIceberg (no
-    Spark). For a backfill id, the runs the Dagster instance knows for it are included."""
+    """What one backfill or run did, per dataset and partition (day, or hour), as markdown: archive
+    records, events written, duplicates, quarantined, late, shadow rows and hash sum, diverging rows,
+    checks, and the production snapshot(s) it promoted and when — from the ledger and production's
+    snapshots, through PyIceberg (no Spark). For a backfill id, the runs the Dagster instance knows for
+    it are included."""
     from backfill_platform.operations.report import build_report, report_markdown
 
     quiet_dagster()
@@ -236,48 +265,65 @@ def report_command(ident: str, out: Path | None) -> None:
 
 @main.command("sweep")
 @click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
-@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), default=None, help="First day [production's].")
-@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), default=None, help="Day after the last one.")
+@click.option(
+    "--start",
+    type=click.DateTime(RANGE_FORMATS),
+    default=None,
+    help="First day, or hour (2026-10-01T14:00) of an hourly dataset [production's].",
+)
+@click.option(
+    "--end",
+    type=click.DateTime(RANGE_FORMATS),
+    default=None,
+    help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
+)
 def sweep_command(dataset: str, start, end) -> None:
-    """Check every day of production (or of [--start, --end)) against its events and its ledger record.
+    """Check every partition of production (or of [--start, --end)) against its events and its ledger
+    record.
 
-    Per bucket (day, or day and hour) the rows and reconciliation sums the events imply against
-    production's (the shadow checks, run on production), and per day production's fingerprint against
-    the one the ledger recorded at promotion (rows changed behind the platform's back). Prints the
-    divergent days and, per contiguous span of them, the `backfill` command that re-derives it. Exits
-    1 when it proposes a backfill, 0 when nothing diverges.
+    Per bucket (the partition, or day and hour) the rows and reconciliation sums the events imply
+    against production's (the shadow checks, run on production), and per partition (day, or hour of an
+    hourly dataset) production's fingerprint against the one the ledger recorded at promotion (rows
+    changed behind the platform's back). Prints the divergent partitions and, per contiguous span of
+    them, the `backfill` command that re-derives it. Exits 1 when it proposes a backfill, 0 when
+    nothing diverges.
     """
     from backfill_platform.components.registry import project_specs
+    from backfill_platform.operations.ranges import widened
     from backfill_platform.operations.sweep import sweep, sweep_table
 
     quiet_dagster()
     if (start is None) != (end is None):
-        raise click.UsageError("give both --start and --end, or neither (every day of production)")
-    first, after = day_range(start, end) if start is not None else (None, None)
+        raise click.UsageError("give both --start and --end, or neither (all of production)")
     spec = dataset_spec(dataset)
+    noun = spec.grain.unit
+    first, after = partition_range(start, end, spec.grain) if start is not None else (None, None)
     if spec.named_sources:
         raise click.UsageError(
             f"sweep compares production with one stream's events; {dataset} reads {spec.stream_names}"
         )
     stream = project_specs().streams[spec.primary_stream]
     console = wide_console()
+    if start is not None and (note := widened(spec.grain, (start, end), (first, after))):
+        console.print(note, markup=False, highlight=False)
     with console.status(f"sweeping {dataset}: starting Spark") as status, refusals():
         result = sweep(
             spark_session(), spec, stream, first, after, step=lambda m: status.update(f"{dataset}: {m}")
         )
-    if not result.days:
-        console.print(f"{dataset}: production holds no day{'' if first is None else ' in that range'}")
+    if not result.partitions:
+        console.print(f"{dataset}: production holds no {noun}{'' if first is None else ' in that range'}")
         return
     console.print(sweep_table(result))
     if not result.divergent:
         console.print(
-            f"no divergent day in {len(result.days)} day(s): production agrees with its events and the ledger"
+            f"no divergent {noun} in {len(result.partitions)} {noun}(s): production agrees with its events "
+            "and the ledger"
         )
         return
-    for day in result.days:
-        for problem in day.problems:
-            console.print(f"{day.day} {problem}", markup=False, highlight=False, soft_wrap=True)
-    console.print(f"{len(result.divergent)} divergent day(s); proposed backfill (--end exclusive):")
+    for partition in result.partitions:
+        for problem in partition.problems:
+            console.print(f"{partition.key} {problem}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{len(result.divergent)} divergent {noun}(s); proposed backfill (--end exclusive):")
     for command in result.commands():
         console.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(1)

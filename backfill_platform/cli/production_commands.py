@@ -61,7 +61,8 @@ def adopt(dataset: str, source: str, start, end, reason: str) -> None:
 @click.option("--dataset", required=True)
 @click.option("--version", default=None, help="Candidate version [the active one].")
 def divergence(dataset: str, version: str | None) -> None:
-    """Divergence of a candidate version's shadow against production over all history."""
+    """Divergence of a candidate version's shadow against production over all history, per partition
+    (day, or hour)."""
     from backfill_platform.operations.ledger_report import divergence_table
     from backfill_platform.pipeline.promotion.cutover import history_divergence
     from backfill_platform.pipeline.validation.markdown import markdown_table
@@ -92,8 +93,9 @@ def drop_shadow_command(dataset: str, version: str) -> None:
 @click.option("--dataset", required=True)
 @click.option("--version", default=None, help="[the active one]")
 def ledger_command(dataset: str, version: str | None) -> None:
-    """Per-day audit trail of a dataset version, read from the ledger after reconciling it with
-    production's history (a promotion, revert or adoption that died before its ledger write)."""
+    """Per-partition (day, or hour) audit trail of a dataset version, read from the ledger after
+    reconciling it with production's history (a promotion, revert or adoption that died before its
+    ledger write)."""
     from backfill_platform.operations.ledger_report import promotion_report
     from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 

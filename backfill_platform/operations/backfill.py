@@ -10,14 +10,13 @@ request, the outcome and its report: a table per day, and one line per failed ch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 from dagster import AssetKey
 from rich.table import Table
 
 from backfill_platform.operations.ledger_view import Row, production_label
 from backfill_platform.pipeline.events.assets import events_key
-from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.assets import production_key
 from backfill_platform.pipeline.run_tags import (
     ALL_OR_NOTHING,
@@ -30,7 +29,8 @@ from backfill_platform.pipeline.run_tags import (
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.durations import DAY
+from backfill_platform.specs.durations import midnight
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
 POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
@@ -40,8 +40,9 @@ POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
 class BackfillRequest:
     dataset: DatasetSpec
     stream: StreamSpec
-    start: date
-    end: date  # exclusive
+    # Days (dates) of a daily dataset; UTC instants on the hour for an hourly one (`cli.app.partition_range`).
+    start: date | datetime
+    end: date | datetime  # exclusive
     reason: str | None = None
     ticket: str | None = None
     dry_run: bool = False
@@ -53,19 +54,31 @@ class BackfillRequest:
     sources: tuple[StreamSpec, ...] = ()
 
     @property
-    def days(self) -> list[date]:
-        return days_between(self.start, self.end)
+    def grain(self) -> Grain:
+        return self.dataset.grain
 
     @property
-    def days_before(self) -> dict[str, list[date]]:
-        """Per source whose lookback reaches before the range: those days (from the stream's first day)."""
+    def instants(self) -> tuple[datetime, datetime]:
+        """[start, end) as UTC instants."""
+        return self.grain.start(self.start), self.grain.start(self.end)
+
+    @property
+    def days(self) -> list[str]:
+        """The range's partition keys: its days, or its hours (`2026-10-01-14:00`) for an hourly dataset."""
+        return self.grain.keys_between(*self.instants)
+
+    @property
+    def days_before(self) -> dict[str, list[str]]:
+        """Per source whose lookback reaches before the range: those partitions (from the stream's first)."""
         streams = {s.name: s for s in self.sources or (self.stream,)}
+        grain, start = self.grain, self.instants[0]
         before = {}
         for source in self.dataset.inputs:
-            first = streams[source.stream].first_partition
-            days = [self.start - n * DAY for n in range(source.days_back, 0, -1)]
-            if days := [d for d in days if d >= first]:
-                before[source.stream] = days
+            first = grain.key(midnight(streams[source.stream].first_partition))
+            back = source.partitions_back(grain)
+            keys = [grain.key(start - n * grain.length) for n in range(back, 0, -1)]
+            if keys := [k for k in keys if k >= first]:
+                before[source.stream] = keys
         return before
 
     def asset_keys(self) -> list[AssetKey]:
@@ -75,8 +88,8 @@ class BackfillRequest:
 
     def tags(self) -> dict[str, str]:
         tags = {
-            "dagster/asset_partition_range_start": self.start.isoformat(),
-            "dagster/asset_partition_range_end": (self.end - DAY).isoformat(),
+            "dagster/asset_partition_range_start": self.days[0],
+            "dagster/asset_partition_range_end": self.days[-1],
             PROMOTION_POLICY_TAG: self.policy,
         }
         if self.days_before:
@@ -104,25 +117,26 @@ class BackfillOutcome:
     success: bool
     problems: list[DayProblem]
     step_failures: list[str]
-    validations: dict[date, Row] = field(default_factory=dict)  # latest ledger row of the version
-    ingestions: dict[date, Row] = field(default_factory=dict)  # latest events figures
-    production: dict[date, Row] = field(default_factory=dict)  # what production holds now
+    # By partition key:
+    validations: dict[str, Row] = field(default_factory=dict)  # latest ledger row of the version
+    ingestions: dict[str, Row] = field(default_factory=dict)  # latest events figures
+    production: dict[str, Row] = field(default_factory=dict)  # what production holds now
     run_ids: tuple[str, ...] = ()  # every run of a submitted backfill; () means (run_id,)
     backfill_id: str | None = None  # set when submitted to a webserver
     # (source, day before the range its lookback reads) -> that day's latest events figures
-    before: dict[tuple[str, date], Row] = field(default_factory=dict)
+    before: dict[tuple[str, str], Row] = field(default_factory=dict)
 
     @property
     def runs(self) -> tuple[str, ...]:
         """Every run of this backfill: its runs when submitted, else the one run."""
         return self.run_ids or (self.run_id,)
 
-    def promoted_by_this_run(self, day: date) -> bool:
+    def promoted_by_this_run(self, day: str) -> bool:
         row = self.production.get(day)
         return bool(row and row.get("promotion_run_id") in self.runs)
 
     @property
-    def held_back(self) -> list[date]:
+    def held_back(self) -> list[str]:
         """Days this run was asked to promote and did not (none in a dry run)."""
         if self.request.dry_run:
             return []
@@ -162,20 +176,28 @@ def report_table(outcome: BackfillOutcome, per_day: bool | None = None) -> Table
     source = f"run {', '.join(runs)}" if len(runs) <= 2 else f"{len(runs)} runs"
     source = f"backfill {outcome.backfill_id}, {source}" if outcome.backfill_id else source
     per_day = len(r.days) <= PER_DAY_ROWS_UP_TO if per_day is None else per_day
-    grouping = "per day" if per_day else "per day, passed days summed per month"
+    unit = r.grain.unit
+    grouping = f"per {unit}" if per_day else f"per {unit}, passed {unit}s summed per {_summed_over(r.grain)}"
     table = Table(
         title=f"{r.dataset.name} {r.dataset.active_version} {what} ({source}), {grouping}, from the ledger"
     )
-    for column in REPORT_HEADER:
+    for column in (unit, *REPORT_HEADER[1:]):
         table.add_column(column, justify="right")
     for days in _row_groups(outcome, per_day):
         table.add_row(*_row(outcome, days))
     return table
 
 
-def _row_groups(outcome: BackfillOutcome, per_day: bool) -> list[list[date]]:
-    """The days of each row: one day, or a run of consecutive unremarkable days of one month."""
-    groups: list[list[date]] = []
+def _summed_over(grain: Grain) -> str:
+    """What a summed row spans: a month of days, or a day of hours."""
+    return "month" if grain.unit == "day" else "day"
+
+
+def _row_groups(outcome: BackfillOutcome, per_day: bool) -> list[list[str]]:
+    """The partitions of each row: one, or a run of consecutive unremarkable days of one month (hours of
+    one day)."""
+    span = len("2026-10") if outcome.request.grain.unit == "day" else len("2026-10-01")
+    groups: list[list[str]] = []
     for day in outcome.request.days:
         previous = groups[-1] if groups else None
         if (
@@ -183,7 +205,7 @@ def _row_groups(outcome: BackfillOutcome, per_day: bool) -> list[list[date]]:
             and previous is not None
             and _unremarkable(outcome, day)
             and _unremarkable(outcome, previous[-1])
-            and (previous[-1].year, previous[-1].month) == (day.year, day.month)
+            and previous[-1][:span] == day[:span]
         ):
             previous.append(day)
         else:
@@ -191,13 +213,13 @@ def _row_groups(outcome: BackfillOutcome, per_day: bool) -> list[list[date]]:
     return groups
 
 
-def _unremarkable(outcome: BackfillOutcome, day: date) -> bool:
+def _unremarkable(outcome: BackfillOutcome, day: str) -> bool:
     shadow = outcome.validations.get(day, {})
     reached_its_end = outcome.request.dry_run or outcome.promoted_by_this_run(day)
     return bool(shadow) and bool(shadow["checks_passed"]) and reached_its_end
 
 
-def _row(outcome: BackfillOutcome, days: list[date]) -> tuple[str, ...]:
+def _row(outcome: BackfillOutcome, days: list[str]) -> tuple[str, ...]:
     r = outcome.request
     events = [outcome.ingestions.get(day, {}) for day in days]
     shadows = [outcome.validations.get(day, {}) for day in days]
@@ -210,7 +232,8 @@ def _row(outcome: BackfillOutcome, days: list[date]) -> tuple[str, ...]:
     production = {production_label(outcome.production.get(day)) for day in days}
     promoted = outcome.promoted_by_this_run(days[0])
     verdict = "dry run" if r.dry_run else "promoted" if promoted else "[red]held back"
-    label = days[0].isoformat() if len(days) == 1 else f"{days[0]}…{days[-1]} ({len(days)} days)"
+    unit = r.grain.unit
+    label = days[0] if len(days) == 1 else f"{days[0]}…{days[-1]} ({len(days)} {unit}s)"
     return (
         label, total(events, "records"), total(events, "written"), total(events, "duplicates"),
         total(events, "quarantined"), total(shadows, "shadow_rows"), checks,

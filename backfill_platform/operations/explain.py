@@ -30,13 +30,16 @@ def _lines(n: int) -> str:
     return "line" if n == 1 else "lines"
 
 
-def describe(check: str, metadata: Mapping[str, Any], bucket: str | None = None) -> str:
-    """Why `check` failed for one day, from its metadata (plain values, not `MetadataValue`s).
+def describe(
+    check: str, metadata: Mapping[str, Any], bucket: str | None = None, partition: str = "day"
+) -> str:
+    """Why `check` failed for one partition, from its metadata (plain values, not `MetadataValue`s).
 
-    `bucket` is the dataset's validation bucket (`hour` or `day`, default `hour`): a daily dataset has
-    one bucket per day, so its row counts and sums are the day's, not hour buckets'."""
+    `bucket` is the dataset's validation bucket (`hour`, or `day` or `partition`; default `hour`): a
+    dataset whose whole partition is the bucket has one per partition, so its row counts and sums are the
+    partition's, not hour buckets'. `partition` names one: `day`, or `hour` for an hourly dataset."""
     m = metadata
-    daily = (bucket or m.get("bucket") or "hour") == "day"
+    whole = (bucket or m.get("bucket") or "hour") in ("day", "partition")
     if check == QUARANTINE_RATIO:
         reasons = sorted(
             (
@@ -57,17 +60,17 @@ def describe(check: str, metadata: Mapping[str, Any], bucket: str | None = None)
         return f"no archive records ({m['archive_files']} archive files in its read window)"
     if check in (SETTLED, EVENTS_VALIDATED):
         return str(m.get("problem", "not settled"))
-    if check == ROW_COUNTS and daily:
+    if check == ROW_COUNTS and whole:
         if m["rows"] == m["expected_rows"]:
-            return f"the day's {m['rows']:,} rows hold duplicate keys"
-        return f"the day's row count is wrong: {m['rows']:,} rows, the events imply {m['expected_rows']:,}"
+            return f"the {partition}'s {m['rows']:,} rows hold duplicate keys"
+        return f"the {partition}'s row count is wrong: {m['rows']:,} rows, the events imply {m['expected_rows']:,}"
     if check == ROW_COUNTS:
         return (
             f"{m['buckets_failed']} of {m['buckets_checked']} hour buckets wrong: "
             f"{m['rows']:,} rows, the events imply {m['expected_rows']:,}"
         )
-    if check == CHECKSUMS and daily:
-        return "the day's sums differ from the events"
+    if check == CHECKSUMS and whole:
+        return f"the {partition}'s sums differ from the events"
     if check == CHECKSUMS:
         return f"{m['buckets_failed']} of {m['buckets_checked']} hour buckets' sums differ from the events"
     if check == DIVERGENCE:

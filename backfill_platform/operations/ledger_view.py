@@ -2,18 +2,18 @@
 
 `plan` and `status` must answer in a second or two, so they read the two ledger tables with PyIceberg
 (the same catalog Spark writes) and never start a JVM. Rows come back as plain dicts; `latest` picks
-each day's latest row by the rule the platform's own gate uses (`ledger.latest`).
+each partition's latest row by the rule the platform's own gate uses (`ledger.latest`). Partitions are
+named by their keys (`2026-10-01`, or `2026-10-01-14:00` for an hour: `ledger.key_of_row`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import date
 from typing import Any
 
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE
 from backfill_platform.pipeline.ledger.latest import latest_key
-from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
+from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE, key_of_row
 
 Row = dict[str, Any]
 
@@ -40,23 +40,24 @@ def ingestion_rows(catalog: Any, stream: str) -> list[Row]:
     return read_rows(catalog, INGESTIONS_TABLE, "stream", stream)
 
 
-def latest(rows: Iterable[Row], where: Callable[[Row], bool] = lambda _: True) -> dict[date, Row]:
-    """Each day's latest row (`latest_key`) among those `where` accepts."""
-    found: dict[date, Row] = {}
+def latest(rows: Iterable[Row], where: Callable[[Row], bool] = lambda _: True) -> dict[str, Row]:
+    """Each partition's latest row (`latest_key`) among those `where` accepts, by partition key."""
+    found: dict[str, Row] = {}
     for row in rows:
-        day = row["partition"]
+        day = key_of_row(row)
         if where(row) and (day not in found or latest_key(row) > latest_key(found[day])):
             found[day] = row
     return found
 
 
-def in_production(rows: Iterable[Row]) -> dict[date, Row]:
-    """Each day's row that production holds now: the latest promotion or adoption not reverted."""
-    found: dict[date, Row] = {}
+def in_production(rows: Iterable[Row]) -> dict[str, Row]:
+    """Each partition's row that production holds now (by partition key): the latest promotion or
+    adoption not reverted."""
+    found: dict[str, Row] = {}
     for row in rows:
         if row["promoted_snapshot_id"] is None or row["reverted_snapshot_id"] is not None:
             continue
-        day, at = row["partition"], row["promoted_at"] or row["recorded_at"]
+        day, at = key_of_row(row), row["promoted_at"] or row["recorded_at"]
         if day not in found or at > (found[day]["promoted_at"] or found[day]["recorded_at"]):
             found[day] = row
     return found

@@ -1,8 +1,9 @@
 """`backfill-platform plan`: what a backfill of a range would read and redo, before anything runs.
 
-Per event-time day: the read window (the day widened by the stream's clock skew before and its allowed
-lateness after, as `hour_mapping.read_window` reads it), the archive files, bytes and lines in it, the
-ingestion hours it needs that have no file, and what production holds for it according to the ledger.
+Per event-time partition (a day, or an hour of an hourly stream): the read window (the partition widened
+by the stream's clock skew before and its allowed lateness after, as `hour_mapping.read_window` reads it),
+the archive files, bytes and lines in it, the ingestion hours it needs that have no file, and what
+production holds for it according to the ledger.
 Lines are counted by stream-decompressing each file once (files shared by neighbouring windows are
 read once), in bounded memory. No Spark session is started and no table is read but the ledger.
 """
@@ -28,6 +29,7 @@ from backfill_platform.operations.ledger_view import (
     production_label,
 )
 from backfill_platform.operations.number_sample import NumberSample, sample_numbers
+from backfill_platform.operations.ranges import bound, option_text
 from backfill_platform.operations.terminal import shown
 from backfill_platform.pipeline.archive.boundary import REFUSED, is_refusal
 from backfill_platform.pipeline.archive.listing import (
@@ -47,19 +49,19 @@ from backfill_platform.pipeline.events.completeness import (
     topic_edges_lookup,
 )
 from backfill_platform.pipeline.hour_mapping import read_window
-from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.durations import day_bounds, format_duration
+from backfill_platform.specs.durations import format_duration
 from backfill_platform.specs.stream import StreamSpec
 
 CHUNK = 1 << 20
 
 
 @dataclass
-class DayPlan:
-    """What one event-time day would read, what its window lacks, and what production holds for it."""
+class PartitionPlan:
+    """What one event-time partition (a day, or an hour) would read, what its window lacks, and what
+    production holds for it."""
 
-    day: date
+    key: str  # its partition key: `2026-10-01`, or `2026-10-01-14:00` for an hour
     window: tuple[datetime, datetime]
     files: list[ArchiveFile]
     lines: int
@@ -68,7 +70,7 @@ class DayPlan:
     offset_gaps: list[str] = field(default_factory=list)  # Kafka Connect archives: missing offsets
     proof: str = "ingestion hours"  # what proves the window whole (completeness.DayCompleteness.proof)
     production: dict[str, Row | None] = field(default_factory=dict)  # dataset -> its ledger row
-    # A day before the range that a dataset's lookback reads: its latest ingestion (None: never)
+    # A partition before the range that a dataset's lookback reads: its latest ingestion (None: never)
     lookback_only: bool = False
     ingestion: Row | None = None
 
@@ -81,7 +83,7 @@ class DayPlan:
 class Plan:
     stream: StreamSpec
     datasets: list[DatasetSpec]
-    days: list[DayPlan]
+    partitions: list[PartitionPlan]  # in order, those a lookback reads before the range first
     files: int  # distinct files over the range (neighbouring windows share files)
     bytes: int
     lines: int
@@ -95,6 +97,11 @@ class Plan:
     @property
     def estimated_seconds(self) -> float | None:
         return self.lines / self.throughput[0] if self.throughput else None
+
+    @property
+    def noun(self) -> str:
+        """What one of its partitions is: `day`, or `hour` for an hourly stream."""
+        return self.stream.grain.unit
 
 
 def count_records(path: str, fmt: RecordFormat, reader: S3ReadConfig | None = None) -> tuple[int, bool]:
@@ -136,66 +143,62 @@ def count_lines(path: str, reader: S3ReadConfig | None = None) -> tuple[int, boo
 def build_plan(
     stream: StreamSpec,
     datasets: list[DatasetSpec],
-    start: date,
-    end: date,
+    start: date | datetime,
+    end: date | datetime,
     on_file: Callable[[ArchiveFile, int], None] = lambda _file, _total: None,
-    read_from: date | None = None,
+    read_from: date | datetime | None = None,
 ) -> Plan:
-    """The plan of the days [start, end) of `stream`; `on_file(file, total bytes of the range)` is
-    called after each file is counted (a progress bar). `read_from` (before `start`): the first day a
-    dataset's lookback reads; the days [read_from, start) are planned too, marked as read by the lookback."""
-    if not days_between(start, end):
-        raise ValueError(f"empty range: --start {start} must be before --end {end} (exclusive)")
-    days = days_between(min(read_from or start, start), end)
+    """The plan of the partitions of `stream` (days, or hours of an hourly stream) in [start, end), a day
+    given as a date standing for the instant it starts. `on_file(file, total bytes of the range)` is
+    called after each file is counted (a progress bar). `read_from` (before `start`): where a dataset's lookback starts reading; the
+    partitions [read_from, start) are planned too, marked as read by the lookback."""
+    grain = stream.grain
+    first, after = bound(grain, start), bound(grain, end)
+    if not grain.keys_between(first, after):
+        raise ValueError(
+            f"empty range: --start {option_text(grain, first)} must be before --end "
+            f"{option_text(grain, after)} (exclusive)"
+        )
+    keys = grain.keys_between(min(bound(grain, read_from or first), first), after)
     archive = archive_for(stream)
-    files = list_files(archive, *read_window(stream, *day_bounds(days[0], days[-1])))
-    counted: dict[str, int] = {}
-    unreadable: list[str] = []
-    total = sum(f.size for f in files)
-    for f in files:
-        if f.rows is not None:  # an hour of a table archive: its rows from the table's metadata
-            counted[f.name] = f.rows
-        else:
-            counted[f.name], intact = count_records(f.path, RecordFormat.of(stream.archive), f.reader)
-            if not intact:
-                unreadable.append(f.name)
-        on_file(f, total)
+    files = list_files(archive, *read_window(stream, *grain.bounds(keys[0], keys[-1])))
+    counted, unreadable = count_files(stream, files, on_file)
     # What each file holds of its Kafka offsets: its records, the damage record of an unreadable one not.
     held = {f.name: counted[f.name] - (f.name in unreadable) for f in files}
-    status = completeness(
-        stream, files, [d.isoformat() for d in days], settings.now(), held, edges=topic_edges_lookup(stream)
-    )
+    status = completeness(stream, files, keys, settings.now(), held, edges=topic_edges_lookup(stream))
     catalog = open_catalog()
     production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
     ingestions = ingestion_rows(catalog, stream.name)
     latest_ingestion = latest(ingestions)
-    plans = []
-    for day in days:
-        low, high = read_window(stream, *day_bounds(day))
-        # What a run of this day alone lists: whole hours, the first one floored (`listing.hours`).
-        window_hours = set(hours(low, high))
-        window_files = [f for f in files if f.ingestion_hour in window_hours]
-        plans.append(
-            DayPlan(
-                day=day,
+    by_hour: dict[datetime, list[ArchiveFile]] = {}
+    for f in files:
+        by_hour.setdefault(f.ingestion_hour, []).append(f)
+    partitions = []
+    for key in keys:
+        low, high = read_window(stream, *grain.bounds(key))
+        # What a run of this partition alone lists: whole hours, the first one floored (`listing.hours`).
+        window_files = [f for hour in hours(low, high) for f in by_hour.get(hour, [])]
+        partitions.append(
+            PartitionPlan(
+                key=key,
                 window=(low, high),
                 files=window_files,
                 lines=sum(counted[f.name] for f in window_files),
-                missing_hours=status[day.isoformat()].missing_hours,
-                settles_at=status[day.isoformat()].horizon,
-                offset_gaps=status[day.isoformat()].gaps,
-                proof=status[day.isoformat()].proof,
-                production={name: rows.get(day) for name, rows in production.items()},
-                lookback_only=day < start,
-                ingestion=latest_ingestion.get(day),
+                missing_hours=status[key].missing_hours,
+                settles_at=status[key].horizon,
+                offset_gaps=status[key].gaps,
+                proof=status[key].proof,
+                production={name: rows.get(key) for name, rows in production.items()},
+                lookback_only=grain.start(key) < first,
+                ingestion=latest_ingestion.get(key),
             )
         )
     return Plan(
         stream=stream,
         datasets=datasets,
-        days=plans,
+        partitions=partitions,
         files=len(files),
-        bytes=total,
+        bytes=sum(f.size for f in files),
         lines=sum(counted.values()),
         unreadable=unreadable,
         throughput=events_throughput(ingestions),
@@ -204,36 +207,67 @@ def build_plan(
     )
 
 
+def count_files(
+    stream: StreamSpec, files: list[ArchiveFile], on_file: Callable[[ArchiveFile, int], None]
+) -> tuple[dict[str, int], list[str]]:
+    """(records per file name, the names of unreadable files): an hour of a table archive's rows from the
+    table's metadata, a file's records by reading it (`count_records`); `on_file` after each."""
+    counted: dict[str, int] = {}
+    unreadable: list[str] = []
+    total = sum(f.size for f in files)
+    for f in files:
+        if f.rows is not None:
+            counted[f.name] = f.rows
+        else:
+            counted[f.name], intact = count_records(f.path, RecordFormat.of(stream.archive), f.reader)
+            if not intact:
+                unreadable.append(f.name)
+        on_file(f, total)
+    return counted, unreadable
+
+
+def lookback_start(dataset: DatasetSpec, stream: StreamSpec, first: date | datetime) -> datetime | None:
+    """Where the lookback of the range's first partition (`first`: its start, or its day) starts reading
+    `stream`, in whole partitions and never before the stream's first one; None when the dataset reads it
+    without a lookback."""
+    grain = stream.grain
+    back = max((i.partitions_back(grain) for i in dataset.inputs if i.stream == stream.name), default=0)
+    if not back:
+        return None
+    reads_from = grain.start(grain.shift(grain.key(bound(grain, first)), -back))
+    return max(reads_from, grain.start(stream.first_partition))
+
+
 def refused_entries(stream: StreamSpec, archive: object) -> list[UnlistedFile]:
     """The local archive's entries refused at its boundary (an object store has no links or devices)."""
     if not isinstance(archive, LocalArchive):
         return []
-    first_hour = read_window(stream, *day_bounds(stream.first_partition))[0]
+    first_hour = read_window(stream, *stream.grain.bounds(stream.first_partition))[0]
     scan = archive.unlisted_files(first_hour.replace(minute=0, second=0, microsecond=0), count=False)
     return [f for f in scan if is_refusal(f.why)]
 
 
 def plan_table(plan: Plan) -> Table:
-    """One row per day: window, files, bytes, lines, missing hours, production per dataset."""
-    s = plan.stream
+    """One row per partition: window, files, bytes, lines, missing hours, production per dataset."""
+    s, noun = plan.stream, plan.noun
     table = Table(
-        title=f"plan for {s.name}: each day reads ingestion hours [day - {format_duration(s.clock_skew)} skew "
-        f"- 1h, day end + {format_duration(s.allowed_lateness)} lateness + 1h)"
+        title=f"plan for {s.name}: each {noun} reads ingestion hours [{noun} - {format_duration(s.clock_skew)} "
+        f"skew - 1h, {noun} end + {format_duration(s.allowed_lateness)} lateness + 1h)"
     )
-    # What proves a day complete: its ingestion hours, or the offsets of a Kafka Connect archive.
+    # What proves a partition complete: its ingestion hours, or the offsets of a Kafka Connect archive.
     missing_column = "missing Kafka offsets" if proves_by_offsets(s) else "missing ingestion hours"
     # A table archive's "files" are its ingestion hours holding rows, its lines its rows (from metadata).
     files, lines = ("hours", "rows") if s.archive.iceberg_table else ("files", "lines")
-    for column in ("day", "read window (UTC)", files, "bytes", lines, missing_column):
+    for column in (noun, "read window (UTC)", files, "bytes", lines, missing_column):
         table.add_column(column, justify="left" if column.startswith(("read", "missing")) else "right")
     for d in plan.datasets:
         table.add_column(f"{d.name} in production")
-    for p in plan.days:
+    for p in plan.partitions:
         window = f"{p.window[0]:%m-%d %H:%M} → {p.window[1]:%m-%d %H:%M}"
         missing = f"[red]{format_hours(p.missing_hours)}" if p.missing_hours else "none"
         if proves_by_offsets(s):
             missing = f"[red]{len(p.offset_gaps)} gap(s)" if p.offset_gaps else "none"
-        label = f"{p.day} (lookback)" if p.lookback_only else p.day.isoformat()
+        label = f"{p.key} (lookback)" if p.lookback_only else p.key
         table.add_row(
             label, window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
             *("(read only)" if p.lookback_only else production_label(p.production[d.name]) for d in plan.datasets),
@@ -243,16 +277,7 @@ def plan_table(plan: Plan) -> Table:
 
 def plan_summary(plan: Plan) -> list[str]:
     """The totals, the estimate (or why there is none) and what would block the run."""
-    days = len(plan.days)
-    table = plan.stream.archive.iceberg_table
-    lines = [
-        f"{days} day(s) read {plan.lines:,} rows of table {table} in {plan.files:,} ingestion hours, "
-        f"{plan.bytes:,} bytes (from the table's metadata; neighbouring windows share hours: per-day "
-        "figures overlap)"
-        if table
-        else f"{days} day(s) read {plan.files:,} distinct archive files, {plan.bytes:,} bytes, "
-        f"{plan.lines:,} lines (neighbouring windows share files: per-day figures overlap)"
-    ]
+    lines = [totals_line(plan)]
     if plan.unreadable:
         lines.append(f"[red]unreadable (corrupt gzip): {', '.join(map(shown, plan.unreadable))}")
     if plan.refused:
@@ -273,37 +298,58 @@ def plan_summary(plan: Plan) -> list[str]:
     advice = plan.numbers.advice(plan.stream) if plan.numbers else None
     if advice:
         lines.append(advice)
-    lines += lookback_lines(plan)
-    holes = [p for p in plan.days if p.missing_hours]
+    return lines + lookback_lines(plan) + blocker_lines(plan)
+
+
+def totals_line(plan: Plan) -> str:
+    """How much the range reads in all (neighbouring read windows share files, so this is no sum)."""
+    count, noun, table = len(plan.partitions), plan.noun, plan.stream.archive.iceberg_table
+    if table:
+        return (
+            f"{count} {noun}(s) read {plan.lines:,} rows of table {table} in {plan.files:,} ingestion hours, "
+            f"{plan.bytes:,} bytes (from the table's metadata; neighbouring windows share hours: per-{noun} "
+            "figures overlap)"
+        )
+    return (
+        f"{count} {noun}(s) read {plan.files:,} distinct archive files, {plan.bytes:,} bytes, "
+        f"{plan.lines:,} lines (neighbouring windows share files: per-{noun} figures overlap)"
+    )
+
+
+def blocker_lines(plan: Plan) -> list[str]:
+    """The partitions that would fail their `settled` check, how completeness is proven, and the
+    partitions not settled yet."""
+    lines, noun = [], plan.noun
+    holes = [p for p in plan.partitions if p.missing_hours]
     if holes:
         lines.append(
-            f"[red]{len(holes)} day(s) have missing ingestion hours and would fail their `settled` check: "
-            + ", ".join(p.day.isoformat() for p in holes)
+            f"[red]{len(holes)} {noun}(s) have missing ingestion hours and would fail their `settled` check: "
+            + ", ".join(p.key for p in holes)
         )
-    gapped = [p for p in plan.days if p.offset_gaps]
+    gapped = [p for p in plan.partitions if p.offset_gaps]
     if gapped:
         lines.append(
-            f"[red]{len(gapped)} day(s) have missing Kafka offsets and would fail their `settled` check: "
-            + "; ".join(f"{p.day}: {p.offset_gaps[0]}" for p in gapped)
+            f"[red]{len(gapped)} {noun}(s) have missing Kafka offsets and would fail their `settled` check: "
+            + "; ".join(f"{p.key}: {p.offset_gaps[0]}" for p in gapped)
         )
-    proofs = sorted({p.proof for p in plan.days if p.proof != "ingestion hours"})
+    proofs = sorted({p.proof for p in plan.partitions if p.proof != "ingestion hours"})
     if proofs:
         lines.append("completeness proven by " + " | ".join(proofs))
-    unsettled = [p for p in plan.days if p.settles_at > settings.now()]
+    unsettled = [p for p in plan.partitions if p.settles_at > settings.now()]
     if unsettled:
         lines.append(
-            f"{len(unsettled)} day(s) are not settled yet (lateness horizon ahead): "
-            + ", ".join(f"{p.day} at {p.settles_at:%Y-%m-%d %H:%M}" for p in unsettled)
+            f"{len(unsettled)} {noun}(s) are not settled yet (lateness horizon ahead): "
+            + ", ".join(f"{p.key} at {p.settles_at:%Y-%m-%d %H:%M}" for p in unsettled)
         )
     return lines
 
 
 def lookback_lines(plan: Plan) -> list[str]:
-    """What a dataset backfill does with each day before the range its lookback reads."""
+    """What a dataset backfill does with each partition before the range its lookback reads."""
     lines = []
-    for p in (p for p in plan.days if p.lookback_only):
+    for p in (p for p in plan.partitions if p.lookback_only):
         row = p.ingestion
-        what = f"{plan.stream.name} {p.day} is read by the lookback of the range's first day: "
+        what = f"{plan.stream.name} {p.key} is read by the lookback of the range's first {plan.noun}: "
         if row is None:
             lines.append(what + "never ingested, the backfill ingests it in the same run")
         elif not row["checks_passed"] or row.get("provisional"):

@@ -60,7 +60,7 @@ def read_back(
             day=e.day or "-",
             asset=e.asset,
             check=e.check,
-            detail=describe(e.check, e.metadata, bucket=bucket),
+            detail=describe(e.check, e.metadata, bucket=bucket, partition=request.grain.unit),
             blocking=e.blocking,
         )
         for run in runs

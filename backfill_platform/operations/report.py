@@ -1,4 +1,5 @@
-"""`backfill-platform report --backfill ID`: what one backfill (or run) did, day by day, in markdown.
+"""`backfill-platform report --backfill ID`: what one backfill (or run) did, partition by partition (day
+by day, or hour by hour for an hourly dataset), in markdown.
 
 ID is a Dagster backfill id or a run id. The ledger says what each validation judged and what was
 published: its rows name the validation run (`run_id`), the Dagster backfill it belonged to
@@ -18,9 +19,10 @@ from typing import Any
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
 from backfill_platform.operations.ledger_view import Row, read_rows
+from backfill_platform.operations.ranges import partition_noun
 from backfill_platform.pipeline.ledger.commits import ACTION, VERSION, commit_days
 from backfill_platform.pipeline.ledger.latest import latest_key
-from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
+from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE, key_of_row
 from backfill_platform.pipeline.run_tags import BACKFILL_ID, RUN_ID
 from backfill_platform.pipeline.validation.markdown import markdown_table
 
@@ -38,7 +40,7 @@ class Commit:
     committed_at: datetime
     action: str
     version: str
-    days: list[str]
+    days: list[str]  # the partition keys it replaced: days, or hours
     run_id: str | None
 
 
@@ -67,8 +69,9 @@ def backfill_runs(ident: str) -> set[str]:
         return {ident, *instance.get_run_ids(filters=RunsFilter.for_backfill(ident))}
 
 
-def _unique(rows: list[Row], *key: str) -> list[Row]:
-    return list({tuple(r[k] for k in key): r for r in rows}.values())
+def _validation_key(row: Row) -> tuple:
+    """What names one validation: its dataset, version, partition and run."""
+    return row["dataset"], row["version"], key_of_row(row), row["run_id"]
 
 
 def commits_of_backfill(catalog: Any, run_ids: set[str], ident: str) -> list[Commit]:
@@ -92,7 +95,7 @@ def commits_of_backfill(catalog: Any, run_ids: set[str], ident: str) -> list[Com
                     committed_at=datetime.fromtimestamp(snapshot.timestamp_ms / 1000, UTC),
                     action=summary.get(ACTION, "-"),
                     version=summary.get(VERSION, "-"),
-                    days=[d.isoformat() for d in commit_days(summary) or []],
+                    days=commit_days(summary) or [],
                     run_id=summary.get(RUN_ID),
                 )
             )
@@ -110,12 +113,12 @@ def build_report(ident: str, run_ids: set[str] | None = None) -> BackfillReport:
             for r in read_rows(catalog, LEDGER_TABLE, column, run)]  # fmt: skip
     rows += read_rows(catalog, LEDGER_TABLE, "backfill_id", ident)
     report = BackfillReport(ident, runs)
-    for row in sorted(_unique(rows, "dataset", "version", "partition", "run_id"),
-                      key=lambda r: (r["dataset"], r["partition"], latest_key(r))):  # fmt: skip
+    unique = {_validation_key(r): r for r in rows}.values()  # a row can name a run in two columns
+    for row in sorted(unique, key=lambda r: (r["dataset"], key_of_row(r), latest_key(r))):
         report.validations.setdefault(row["dataset"], []).append(row)
     streams = {r["stream"] for r in rows}
     ingestions = [r for run in runs for r in read_rows(catalog, INGESTIONS_TABLE, "run_id", run)]
-    for row in sorted(ingestions, key=lambda r: (r["stream"], r["partition"])):
+    for row in sorted(ingestions, key=lambda r: (r["stream"], key_of_row(r))):
         if row["stream"] not in streams:  # a backfill's ledger rows already carry their events figures
             report.events.setdefault(row["stream"], []).append(row)
     report.commits = commits_of_backfill(catalog, runs, ident)
@@ -151,11 +154,14 @@ def _promotion(row: Row) -> list[str]:
 
 
 def summary(rows: list[Row]) -> str:
-    """`3 day(s): 2 passed their checks, 1 failed; 2 promoted (1 since reverted); reason: …`."""
+    """`3 day(s): 2 passed their checks, 1 failed; 2 promoted (1 since reverted); reason: …` (`hour(s)`
+    for an hourly dataset's rows)."""
     verdicts = [r["checks_passed"] for r in rows]
     promoted = [r for r in rows if r["promoted_snapshot_id"] is not None]
     reverted = sum(1 for r in promoted if r["reverted_snapshot_id"] is not None)
-    text = f"{len(rows)} day(s): {verdicts.count(True)} passed their checks, {verdicts.count(False)} failed"
+    noun = partition_noun(map(key_of_row, rows))
+    text = f"{len(rows)} {noun}(s): {verdicts.count(True)} passed their checks"
+    text += f", {verdicts.count(False)} failed"
     text += f", {verdicts.count(None)} unvalidated (adopted)" if None in verdicts else ""
     text += f"; {len(promoted)} promoted"
     text += f" ({reverted} since reverted)" if reverted else ""
@@ -171,45 +177,58 @@ LATE_LEGEND = (
 
 
 def report_markdown(report: BackfillReport) -> str:
-    """The report: per dataset and day the ledger's figures, then the production commits."""
+    """The report: per dataset and partition the ledger's figures, then the production commits."""
     runs = sorted(report.run_ids - {report.ident})
     lines = [f"# Backfill report: {report.ident}", ""]
     if runs:
         lines += [f"Dagster backfill of {len(runs)} run(s): {', '.join(runs)}", ""]
     for dataset, rows in report.validations.items():
-        lines += [f"## {dataset}", "", summary(rows), "", "Per day, from `platform.ledger`:", ""]
-        header = ["day", "version", "run", "archive records", "events written", "duplicates",
-                  "quarantined", "late", "shadow rows", "shadow hash sum", "diverging rows", "checks",
-                  "promoted snapshot", "promoted at"]  # fmt: skip
-        table = [
-            [r["partition"].isoformat(), r["version"], r["run_id"], _n(r["records"]),
-             _n(r["events_written"]), _n(r["duplicates"]), _n(r["quarantined"]), _n(r["late"]),
-             _n(r["shadow_rows"]), r["shadow_row_hash"] or "-", _n(r["diverging_rows"]), _checks(r),
-             *_promotion(r)]
-            for r in rows
-        ]  # fmt: skip
-        lines += [markdown_table(header, table), ""]
+        lines += validations_section(dataset, rows)
     for stream, rows in report.events.items():
-        lines += [f"## events of {stream}", "", "Per day, from `platform.ingestions`:", ""]
-        header = ["day", "run", "archive records", "events written", "duplicates", "quarantined",
-                  "late", "checks"]  # fmt: skip
-        table = [
-            [r["partition"].isoformat(), r["run_id"], _n(r["records"]), _n(r["written"]),
-             _n(r["duplicates"]), _n(r["quarantined"]), _n(r["late"]), _checks(r)]
-            for r in rows
-        ]  # fmt: skip
-        lines += [markdown_table(header, table), ""]
+        lines += events_section(stream, rows)
     if report.validations or report.events:
         lines += [f"*{LATE_LEGEND}*", ""]
-    lines += ["## Production commits", ""]
-    if report.commits:
-        header = ["dataset", "snapshot", "committed at", "action", "version", "days", "run"]
-        table = [
-            [c.dataset, c.snapshot_id, _at(c.committed_at), c.action, c.version, ", ".join(c.days) or "-",
-             c.run_id or "-"]
-            for c in report.commits
-        ]  # fmt: skip
-        lines += [markdown_table(header, table)]
-    else:
-        lines += ["none: this backfill or run changed no production table"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + commits_section(report.commits)) + "\n"
+
+
+def validations_section(dataset: str, rows: list[Row]) -> list[str]:
+    """A dataset's validations, one table row per partition and run, from `platform.ledger`."""
+    noun = partition_noun(map(key_of_row, rows))
+    header = [noun, "version", "run", "archive records", "events written", "duplicates", "quarantined",
+              "late", "shadow rows", "shadow hash sum", "diverging rows", "checks", "promoted snapshot",
+              "promoted at"]  # fmt: skip
+    table = [
+        [key_of_row(r), r["version"], r["run_id"], _n(r["records"]), _n(r["events_written"]),
+         _n(r["duplicates"]), _n(r["quarantined"]), _n(r["late"]), _n(r["shadow_rows"]),
+         r["shadow_row_hash"] or "-", _n(r["diverging_rows"]), _checks(r), *_promotion(r)]
+        for r in rows
+    ]  # fmt: skip
+    intro = f"Per {noun}, from `platform.ledger`:"
+    return [f"## {dataset}", "", summary(rows), "", intro, "", markdown_table(header, table), ""]
+
+
+def events_section(stream: str, rows: list[Row]) -> list[str]:
+    """A stream's events-only ingestions, one table row per partition and run, from `platform.ingestions`."""
+    noun = partition_noun(map(key_of_row, rows))
+    header = [noun, "run", "archive records", "events written", "duplicates", "quarantined", "late", "checks"]
+    table = [
+        [key_of_row(r), r["run_id"], _n(r["records"]), _n(r["written"]), _n(r["duplicates"]),
+         _n(r["quarantined"]), _n(r["late"]), _checks(r)]
+        for r in rows
+    ]  # fmt: skip
+    intro = f"Per {noun}, from `platform.ingestions`:"
+    return [f"## events of {stream}", "", intro, "", markdown_table(header, table), ""]
+
+
+def commits_section(commits: list[Commit]) -> list[str]:
+    """The production snapshots, each with the partitions it replaced."""
+    if not commits:
+        return ["## Production commits", "", "none: this backfill or run changed no production table"]
+    replaced = partition_noun((key for c in commits for key in c.days), plural=True)
+    header = ["dataset", "snapshot", "committed at", "action", "version", replaced, "run"]
+    table = [
+        [c.dataset, c.snapshot_id, _at(c.committed_at), c.action, c.version, ", ".join(c.days) or "-",
+         c.run_id or "-"]
+        for c in commits
+    ]  # fmt: skip
+    return ["## Production commits", "", markdown_table(header, table)]

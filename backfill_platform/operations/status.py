@@ -1,10 +1,10 @@
-"""`backfill-platform status`: each day's state per dataset, from the ledger alone (through PyIceberg).
+"""`backfill-platform status`: each partition's state per dataset, from the ledger alone (through PyIceberg).
 
-A day is, in order of what needs attention first:
+A partition (a day, or an hour of an hourly dataset) is, in order of what needs attention first:
 - **stale**: the events were re-derived after the active version's latest validation (the ingestion's
   fingerprint differs from the one the validation judged): re-materialize the shadow, then promote;
-- **blocked**: the day's latest events or its latest validation failed blocking checks (named);
-- **provisional**: production holds a validation made before the day settled;
+- **blocked**: the partition's latest events or its latest validation failed blocking checks (named);
+- **provisional**: production holds a validation made before the partition settled;
 - **promoted**: production holds the active version's latest validation (snapshot, version), or,
   with no validation of the active version, another version's promotion;
 - **validated**: the latest validation passed but production holds something else (or nothing);
@@ -17,7 +17,6 @@ process died between a production commit and its ledger write.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 
 from rich.table import Table
 
@@ -30,6 +29,7 @@ from backfill_platform.operations.ledger_view import (
     ledger_rows,
     production_label,
 )
+from backfill_platform.operations.ranges import partition_noun
 from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.day_inputs import DayInputs
@@ -39,25 +39,25 @@ STATE_STYLE = {"stale": "yellow", "blocked": "red", "provisional": "cyan", "prom
 
 
 @dataclass(frozen=True)
-class DayStatus:
+class PartitionStatus:
     dataset: str
-    day: date
+    key: str  # the partition: a day (`2026-10-01`) or an hour (`2026-10-01-14:00`)
     state: str
-    production: Row | None  # the ledger row production holds for the day
+    production: Row | None  # the ledger row production holds for the partition
     validation: Row | None  # the active version's latest validation
     detail: str
 
 
-def day_state(
+def partition_state(
     validation: Row | None,
     production: Row | None,
     ingestion: Row | None,
     inputs: tuple[str, str] | None = None,
     joined: bool = False,
 ) -> tuple[str, str]:
-    """(state, detail) of one day; see the module docstring for the order. A dataset reading more than its
-    own day of one stream (`joined`) is judged stale or blocked by `join_inputs_state` (`inputs`) instead
-    of by its first stream's ingestion."""
+    """(state, detail) of one partition; see the module docstring for the order. A dataset reading more
+    than its own partition of one stream (`joined`) is judged stale or blocked by `join_inputs_state`
+    (`inputs`) instead of by its first stream's ingestion."""
     if inputs is not None:
         return inputs
     if (
@@ -83,41 +83,40 @@ def day_state(
     return ("ingested", f"events run {ingestion['run_id']}") if ingestion else ("-", "nothing recorded")
 
 
-def dataset_status(catalog, spec: DatasetSpec) -> list[DayStatus]:
-    """Every day the ledger knows for the dataset (its stream's events ingested, validated, adopted or
-    promoted), in order."""
+def dataset_status(catalog, spec: DatasetSpec) -> list[PartitionStatus]:
+    """Every partition the ledger knows for the dataset (its stream's events ingested, validated, adopted
+    or promoted), in order."""
     rows = ledger_rows(catalog, spec.name)
     version = spec.active_version
     validations = latest(rows, lambda r: r["version"] == version and not r["adopted"])
     production = in_production(rows)
     by_stream = {name: latest(ingestion_rows(catalog, name)) for name in spec.stream_names}
     ingestions = by_stream[spec.primary_stream]
+    joined = len(spec.inputs) > 1 or bool(spec.inputs[0].lookback)
     statuses = []
-    for day in sorted(set(validations) | set(production) | set(ingestions)):
-        inputs = join_inputs_state(spec, validations.get(day), by_stream, day)
-        joined = len(spec.inputs) > 1 or bool(spec.inputs[0].lookback)
-        state, detail = day_state(
-            validations.get(day), production.get(day), ingestions.get(day), inputs, joined
-        )
-        statuses.append(DayStatus(spec.name, day, state, production.get(day), validations.get(day), detail))
+    for key in sorted(set(validations) | set(production) | set(ingestions)):
+        validation = validations.get(key)
+        inputs = join_inputs_state(spec, validation, by_stream, key)
+        state, detail = partition_state(validation, production.get(key), ingestions.get(key), inputs, joined)
+        statuses.append(PartitionStatus(spec.name, key, state, production.get(key), validation, detail))
     return statuses
 
 
 def join_inputs_state(
-    spec: DatasetSpec, validation: Row | None, ingestions: dict[str, dict[date, Row]], day: date
+    spec: DatasetSpec, validation: Row | None, ingestions: dict[str, dict[str, Row]], key: str
 ) -> tuple[str, str] | None:
-    """Stale or blocked for a day that reads several sources or a lookback (None otherwise, or when
-    every source day it reads is fine).
+    """Stale or blocked for a partition that reads several sources or a lookback (None otherwise, or when
+    every source partition it reads is fine). `ingestions`: each stream's latest rows by partition key.
 
     A source read without lookback is compared by fingerprint with what the validation recorded for it
-    (`inputs`); a lookback reads part of another day, which no ingestion fingerprint covers, so such a
-    source day is stale when it was ingested after the validation."""
+    (`inputs`); a lookback reads part of another partition, which no ingestion fingerprint covers, so
+    such a source partition is stale when it was ingested after the validation."""
     if len(spec.inputs) == 1 and not spec.inputs[0].lookback:
         return None
     recorded = DayInputs.parse(validation.get("inputs")) if validation is not None else None
     for source in spec.inputs:
-        for read_day in source_days([day.isoformat()], source):
-            ingestion = ingestions[source.stream].get(date.fromisoformat(read_day))
+        for read_day in source_days([key], source):
+            ingestion = ingestions[source.stream].get(read_day)
             if ingestion is None:
                 continue
             if ingestion["checks_passed"] is False:
@@ -140,19 +139,21 @@ def join_inputs_state(
     return None
 
 
-def status(datasets: list[DatasetSpec]) -> list[DayStatus]:
+def status(datasets: list[DatasetSpec]) -> list[PartitionStatus]:
     catalog = open_catalog()
     return [s for spec in datasets for s in dataset_status(catalog, spec)]
 
 
-def status_table(statuses: list[DayStatus]) -> Table:
-    table = Table(title="status per dataset and day (from the ledger)")
-    for column in ("dataset", "day", "state", "production (version @ snapshot)", "detail"):
+def status_table(statuses: list[PartitionStatus]) -> Table:
+    """One row per dataset and partition; the partitions are named `day`, `hour` or `day or hour`."""
+    noun = partition_noun(s.key for s in statuses)
+    table = Table(title=f"status per dataset and {noun} (from the ledger)")
+    for column in ("dataset", noun, "state", "production (version @ snapshot)", "detail"):
         table.add_column(column)
     for s in statuses:
         style = STATE_STYLE.get(s.state)
         table.add_row(
-            s.dataset, s.day.isoformat(), f"[{style}]{s.state}" if style else s.state,
+            s.dataset, s.key, f"[{style}]{s.state}" if style else s.state,
             production_label(s.production), s.detail,
         )  # fmt: skip
     return table

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest
 from backfill_platform.operations.graphql import GraphQLClient, SubmitError, missing_assets, wait_until_loaded
 from backfill_platform.operations.read_back import events_over_graphql, read_back
-from backfill_platform.specs.durations import DAY
 
 TERMINAL_BACKFILL_STATUSES = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 
@@ -193,11 +192,9 @@ def submit_backfill(
     # The daemon sets each run's partition range itself; the backfill carries reason, ticket and policy.
     tags = {k: v for k, v in request.tags().items() if not k.startswith("dagster/")}
     what = "dry run" if request.dry_run else "backfill"
-    last = request.end - DAY
-    title = f"{request.dataset.name} {request.dataset.active_version} {what} {request.start}…{last}"
-    backfill_id = launch_backfill(
-        client, paths, [d.isoformat() for d in request.days], title=title, tags=tags
-    )
+    keys = request.days
+    title = f"{request.dataset.name} {request.dataset.active_version} {what} {keys[0]}…{keys[-1]}"
+    backfill_id = launch_backfill(client, paths, keys, title=title, tags=tags)
     seen: list[BackfillProgress] = []
 
     def polled(state: dict) -> None:

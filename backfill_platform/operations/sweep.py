@@ -1,29 +1,29 @@
 """`backfill-platform sweep`: does production still hold what the events imply, and what was promoted?
 
-Two independent questions per day of production (or of a range):
+Two independent questions per partition of production (or of a range), a day or an hour of an hourly
+dataset:
 
 - **The events' invariants.** The shadow checks `row_counts_per_bucket` and `checksums_per_bucket`
   (`pipeline/shadow/validate.py`) are run again, unchanged, on production instead of a shadow: per bucket (the
-  dataset's `bucket_columns`: the day, or day and hour) the rows and reconciliation sums the events
+  dataset's `bucket_columns`: the partition, or day and hour) the rows and reconciliation sums the events
   table implies (`expected_rows`, `reconciliation`) against production's row counts and column sums.
-  A day fails when events were re-derived after its promotion, when an adopted (unvalidated) day is
-  wrong, or when someone changed the rows.
-- **The fingerprint.** Production's (rows, row hash sum) of the day against the shadow fingerprint the
-  ledger recorded for the validation production published: any change behind the platform's back,
+  A partition fails when events were re-derived after its promotion, when an adopted (unvalidated) day
+  is wrong, or when someone changed the rows.
+- **The fingerprint.** Production's (rows, row hash sum) of the partition against the shadow fingerprint
+  the ledger recorded for the validation production published: any change behind the platform's back,
   including in columns no reconciliation rule covers.
 
-Divergent days are grouped into contiguous spans, each with the `backfill` command that re-derives it.
-Production and the events are read at pinned snapshots, so all figures describe the same state.
+Divergent partitions are grouped into contiguous spans, each with the `backfill` command that re-derives
+it. Production and the events are read at pinned snapshots, so all figures describe the same state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from rich.table import Table
 
 from backfill_platform.lakehouse.resources import open_catalog
@@ -36,8 +36,9 @@ from backfill_platform.operations.ledger_view import (
     ledger_rows,
     production_label,
 )
+from backfill_platform.operations.ranges import bound, option_text
 from backfill_platform.pipeline.events.ingest import events_table
-from backfill_platform.pipeline.partitions import days_between
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
 from backfill_platform.pipeline.tables.dataset_tables import (
     production_table,
@@ -45,26 +46,29 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     with_declared_columns,
 )
 from backfill_platform.pipeline.validation.buckets import (
+    Bucket,
+    BucketFigures,
     actual_figures,
     events_figures,
     partition_fingerprints,
 )
 from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.verdicts import DayVerdict
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.durations import DAY, day_bounds
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
 
 @dataclass
-class DaySweep:
-    """One day of production against its events and against its ledger record."""
+class PartitionSweep:
+    """One partition of production (a day, or an hour) against its events and its ledger record."""
 
-    day: date
+    key: str
     rows: int
     expected_rows: int
     sums: dict[str, tuple[int, int]]  # column -> (production, events imply)
     fingerprint: Fingerprint  # production's
-    recorded: Row | None  # the ledger row production holds for the day
+    recorded: Row | None  # the ledger row production holds for the partition
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -77,32 +81,35 @@ class Sweep:
     dataset: DatasetSpec
     production_snapshot: int | None
     events_snapshot: int | None
-    days: list[DaySweep]
+    partitions: list[PartitionSweep]
 
     @property
-    def divergent(self) -> list[date]:
-        return [d.day for d in self.days if d.divergent]
+    def divergent(self) -> list[str]:
+        return [p.key for p in self.partitions if p.divergent]
 
     @property
-    def spans(self) -> list[tuple[date, date]]:
-        """Contiguous runs of divergent days as [start, end) ranges (end exclusive, as the CLI's)."""
-        spans: list[tuple[date, date]] = []
-        for day in self.divergent:
-            if spans and spans[-1][1] == day:
-                spans[-1] = (spans[-1][0], day + DAY)
+    def spans(self) -> list[tuple[datetime, datetime]]:
+        """Contiguous runs of divergent partitions as [start, end) instants (end exclusive, as the CLI's)."""
+        grain = self.dataset.grain
+        spans: list[tuple[datetime, datetime]] = []
+        for start in map(grain.start, self.divergent):
+            if spans and spans[-1][1] == start:
+                spans[-1] = (spans[-1][0], grain.end(start))
             else:
-                spans.append((day, day + DAY))
+                spans.append((start, grain.end(start)))
         return spans
 
     def commands(self) -> list[str]:
+        grain = self.dataset.grain
         return [
-            f"backfill-platform backfill --dataset {self.dataset.name} --start {start} --end {end}"
+            f"backfill-platform backfill --dataset {self.dataset.name} --start {option_text(grain, start)} "
+            f"--end {option_text(grain, end)}"
             for start, end in self.spans
         ]
 
 
 def fingerprint_problem(fingerprint: Fingerprint, recorded: Row | None) -> str | None:
-    """How production's fingerprint of a day differs from what the ledger recorded at promotion."""
+    """How production's fingerprint of a partition differs from what the ledger recorded at promotion."""
     if recorded is None:
         if fingerprint.rows == 0:
             return None
@@ -121,12 +128,13 @@ def sweep(
     spark: SparkSession,
     spec: DatasetSpec,
     stream: StreamSpec,
-    start: date | None = None,
-    end: date | None = None,
+    start: date | datetime | None = None,
+    end: date | datetime | None = None,
     step: Callable[[str], None] = lambda _message: None,
 ) -> Sweep:
-    """Sweep production's days (those it holds or the ledger says it holds), or every day of
-    [start, end); `step(message)` is told what runs next (a status line)."""
+    """Sweep production's partitions (those it holds or the ledger says it holds), or every partition
+    (day, or hour of an hourly dataset) of [start, end), a day given as a date standing for the instant
+    it starts; `step(message)` is told what runs next (a status line)."""
     target, source = production_table(spark, spec), events_table(spark, stream)
     if not table_exists(spark, target):
         raise ValueError(f"production {target} does not exist: nothing was promoted to {spec.name} yet")
@@ -136,77 +144,130 @@ def sweep(
     recorded = in_production(ledger_rows(open_catalog(), spec.name))
     production_snapshot = current_snapshot_id(spark, target)
     events_snapshot = current_snapshot_id(spark, source)
+    grain = spec.grain
+    production = read_production(spark, target, spec, production_snapshot, start, end, step)
+    actual = actual_figures(production, spec)
     if start is not None and end is not None:
-        production = read_range(spark, target, spec, start, end, production_snapshot)
-        step(f"production's figures per bucket, {start} to {end} (exclusive)")
-        actual = actual_figures(production, spec)
-        days = days_between(start, end)
+        keys = grain.keys_between(bound(grain, start), bound(grain, end))
     else:
-        step("production's figures per bucket, all days")
-        production = with_declared_columns(read_at(spark, target, production_snapshot), spec)
-        actual = actual_figures(production, spec)
-        days = sorted({date.fromisoformat(b[0]) for b in actual} | set(recorded))
-    if not days:
+        keys = sorted({bucket[0] for bucket in actual} | set(recorded))
+    if not keys:
         return Sweep(spec, production_snapshot, events_snapshot, [])
-    names = [d.isoformat() for d in days]
-    step(f"what the events imply for {len(days)} day(s)")
-    events = (
-        read_at(spark, source, events_snapshot)
-        .where(in_range("event_time", *day_bounds(days[0], days[-1])))
-        .where(F.to_date("event_time").isin(days))
-    )
-    expected, _ = events_figures(events, spec, names)
-    step("production's fingerprint per day")
-    fingerprints = partition_fingerprints(production, spec, days)
+    step(f"what the events imply for {len(keys)} {grain.unit}(s)")
+    expected = implied_figures(spark, source, events_snapshot, spec, keys)
+    step(f"production's fingerprint per {grain.unit}")
+    fingerprints = partition_fingerprints(production, spec, keys)
     verdicts = {
         (v.check, v.day): v
-        for v in [*row_count_check(names, expected, actual), *checksum_check(spec, names, expected, actual)]
+        for v in [*row_count_check(keys, expected, actual), *checksum_check(spec, keys, expected, actual)]
     }
-    result = []
-    for day, name in zip(days, names, strict=True):
-        figures = [f for b, f in actual.items() if b[0] == name]
-        wanted = [f for b, f in expected.items() if b[0] == name]
-        swept = DaySweep(
-            day=day,
-            rows=sum(f.rows for f in figures),
-            expected_rows=sum(f.rows for f in wanted),
-            sums={
-                r.column: (sum(f.sums[r.column] for f in figures), sum(f.sums[r.column] for f in wanted))
-                for r in spec.reconciliation
-            },
-            fingerprint=fingerprints[name],
-            recorded=recorded.get(day),
-        )
-        for check in (ROW_COUNTS, CHECKSUMS):
-            verdict = verdicts[(check, name)]
-            if not verdict.passed:
-                plain = {k: getattr(v, "value", v) for k, v in verdict.metadata.items()}
-                swept.problems.append(f"{check}: {describe(check, plain, bucket=spec.bucket)}")
-        if problem := fingerprint_problem(fingerprints[name], swept.recorded):
-            swept.problems.append(f"fingerprint: {problem}")
-        result.append(swept)
-    return Sweep(spec, production_snapshot, events_snapshot, result)
+    swept = []
+    for key in keys:
+        partition = partition_sweep(spec, key, actual, expected, fingerprints[key], recorded.get(key))
+        partition.problems += check_problems(spec, key, verdicts) + fingerprint_problems(partition)
+        swept.append(partition)
+    return Sweep(spec, production_snapshot, events_snapshot, swept)
+
+
+def read_production(
+    spark: SparkSession,
+    target: str,
+    spec: DatasetSpec,
+    snapshot: int | None,
+    start: date | datetime | None,
+    end: date | datetime | None,
+    step: Callable[[str], None],
+) -> DataFrame:
+    """Production at `snapshot`: its partitions in [start, end), or all of it without a range."""
+    grain = spec.grain
+    if start is None or end is None:
+        step(f"production's figures per bucket, all {grain.plural}")
+        return with_declared_columns(read_at(spark, target, snapshot), spec)
+    first, after = bound(grain, start), bound(grain, end)
+    step(
+        f"production's figures per bucket, {option_text(grain, first)} to {option_text(grain, after)} (exclusive)"
+    )
+    return read_range(spark, target, spec, first, after, snapshot)
+
+
+def implied_figures(
+    spark: SparkSession, source: str, snapshot: int | None, spec: DatasetSpec, keys: list[str]
+) -> dict[Bucket, BucketFigures]:
+    """What the events at `snapshot` imply per bucket of the partitions `keys`."""
+    grain = spec.grain
+    events = (
+        read_at(spark, source, snapshot)
+        .where(in_range("event_time", *grain.bounds(keys[0], keys[-1])))
+        .where(partition_of(grain, "event_time").isin(partition_values(grain, keys)))
+    )
+    return events_figures(events, spec, keys)[0]
+
+
+def partition_values(grain: Grain, keys: list[str]) -> list[date] | list[str]:
+    """What `partitions.partition_of` gives the partitions `keys`: a day's date, an hour's key."""
+    return [grain.day_of(key) for key in keys] if grain.unit == "day" else keys
+
+
+def partition_sweep(
+    spec: DatasetSpec,
+    key: str,
+    actual: dict[Bucket, BucketFigures],
+    expected: dict[Bucket, BucketFigures],
+    fingerprint: Fingerprint,
+    recorded: Row | None,
+) -> PartitionSweep:
+    """One partition's figures summed over its buckets: production's, and what the events imply."""
+    figures = [f for b, f in actual.items() if b[0] == key]
+    wanted = [f for b, f in expected.items() if b[0] == key]
+    return PartitionSweep(
+        key=key,
+        rows=sum(f.rows for f in figures),
+        expected_rows=sum(f.rows for f in wanted),
+        sums={
+            r.column: (sum(f.sums[r.column] for f in figures), sum(f.sums[r.column] for f in wanted))
+            for r in spec.reconciliation
+        },
+        fingerprint=fingerprint,
+        recorded=recorded,
+    )
+
+
+def check_problems(spec: DatasetSpec, key: str, verdicts: dict[tuple[str, str], DayVerdict]) -> list[str]:
+    """The shadow checks a partition of production fails, each with why."""
+    problems = []
+    for check in (ROW_COUNTS, CHECKSUMS):
+        verdict = verdicts[(check, key)]
+        if not verdict.passed:
+            plain = {k: getattr(v, "value", v) for k, v in verdict.metadata.items()}
+            why = describe(check, plain, bucket=spec.bucket, partition=spec.grain.unit)
+            problems.append(f"{check}: {why}")
+    return problems
+
+
+def fingerprint_problems(partition: PartitionSweep) -> list[str]:
+    problem = fingerprint_problem(partition.fingerprint, partition.recorded)
+    return [f"fingerprint: {problem}"] if problem else []
 
 
 def sweep_table(result: Sweep) -> Table:
-    """One row per day: production's rows and sums against the events, and its fingerprint."""
+    """One row per partition: production's rows and sums against the events, and its fingerprint."""
     spec = result.dataset
     table = Table(
         title=f"{spec.name}: production @ {result.production_snapshot} against the events "
         f"@ {result.events_snapshot} and the ledger"
     )
-    for column in ("day", "production rows", "events imply"):
+    for column in (spec.grain.unit, "production rows", "events imply"):
         table.add_column(column, justify="right")
     for rule in spec.reconciliation:
         table.add_column(f"{rule.column} (prod / events)", justify="right")
     for column in ("fingerprint", "production (ledger)", "verdict"):
         table.add_column(column)
-    for d in result.days:
-        sums = [f"{got:,} / {want:,}" for got, want in d.sums.values()]
-        changed = any(p.startswith("fingerprint") for p in d.problems)
+    for p in result.partitions:
+        sums = [f"{got:,} / {want:,}" for got, want in p.sums.values()]
+        changed = any(problem.startswith("fingerprint") for problem in p.problems)
         table.add_row(
-            d.day.isoformat(), f"{d.rows:,}", f"{d.expected_rows:,}", *sums,
-            "[red]differs" if changed else "as recorded", production_label(d.recorded),
-            "[red]divergent" if d.divergent else "[green]ok",
+            p.key, f"{p.rows:,}", f"{p.expected_rows:,}", *sums,
+            "[red]differs" if changed else "as recorded", production_label(p.recorded),
+            "[red]divergent" if p.divergent else "[green]ok",
         )  # fmt: skip
     return table

@@ -170,9 +170,9 @@ class ArchiveReadWindowMapping(PartitionMapping):
         with partition_loading_context(current_time, dynamic_partitions_store):
             wanted = [
                 self.hours_window(start, end)
-                for start, end in _windows(downstream_partitions_subset, downstream_partitions_def)
+                for start, end in subset_windows(downstream_partitions_subset, downstream_partitions_def)
             ]
-            existing, nonexistent = _clip(upstream_partitions_def, wanted)
+            existing, nonexistent = clip_to_partitions(upstream_partitions_def, wanted)
         return UpstreamPartitionsResult(
             partitions_subset=existing,
             required_but_nonexistent_subset=(
@@ -195,13 +195,13 @@ class ArchiveReadWindowMapping(PartitionMapping):
         with partition_loading_context(current_time, dynamic_partitions_store):
             wanted = [
                 self.days_window(start, end)
-                for start, end in _windows(upstream_partitions_subset, upstream_partitions_def)
+                for start, end in subset_windows(upstream_partitions_subset, upstream_partitions_def)
             ]
-            existing, _ = _clip(downstream_partitions_def, wanted)
+            existing, _ = clip_to_partitions(downstream_partitions_def, wanted)
         return existing
 
 
-def _windows(
+def subset_windows(
     subset: PartitionsSubset, partitions_def: PartitionsDefinition
 ) -> list[tuple[datetime, datetime]]:
     """The subset as UTC time windows (contiguous runs where the subset keeps them)."""
@@ -217,7 +217,7 @@ def _windows(
     return [(start.astimezone(UTC), end.astimezone(UTC)) for start, end in windows]
 
 
-def _clip(
+def clip_to_partitions(
     partitions_def: TimeWindowPartitionsDefinition, windows: Iterable[tuple[datetime, datetime]]
 ) -> tuple[PartitionsSubset, PartitionsSubset]:
     """(the existing partitions of the windows, the nonexistent ones) as subsets of partitions_def."""

@@ -7,7 +7,7 @@ partitions; everything else imports these definitions.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from dagster import (
     AssetExecutionContext,
@@ -19,6 +19,7 @@ from dagster import (
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
@@ -36,6 +37,19 @@ def event_partitions(spec: StreamSpec) -> TimeWindowPartitionsDefinition:
     return DailyPartitionsDefinition(start_date=spec.first_partition.isoformat(), timezone="UTC")
 
 
+def dataset_partitions(dataset: DatasetSpec, stream: StreamSpec) -> TimeWindowPartitionsDefinition:
+    """A dataset's partitions: its primary stream's when of its grain, else days of its time zone, from the
+    first whose start is not before the stream's first partition (east of UTC, the stream's first local day
+    starts before it and would be partial)."""
+    grain = dataset.grain
+    if grain == stream.grain:
+        return event_partitions(stream)
+    first = stream.first_partition
+    if grain.start(first) < midnight(first):
+        first += DAY
+    return DailyPartitionsDefinition(start_date=first.isoformat(), timezone=grain.zone)
+
+
 def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
     # The first event day can be fed by files ingested the hour before it (producers' clock skew).
     first = midnight(spec.first_partition) - DAY
@@ -45,9 +59,11 @@ def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
 def partition_of(grain: Grain, column: str | Column) -> Column:
     """The partition of each row's `column` (a timestamp): a date for days (cheap to group by), the
     partition key for hours. `Grain.value_key` turns a collected value into the key."""
-    if grain.unit == "day":
-        return F.to_date(column)
-    return F.date_format(F.date_trunc("hour", column), grain.spark_key_format)
+    if grain.unit == "hour":
+        return F.date_format(F.date_trunc("hour", column), grain.spark_key_format)
+    if grain.local:
+        return F.to_date(F.from_utc_timestamp(column, grain.zone))
+    return F.to_date(column)
 
 
 def backfill_policy(max_partitions_per_run: int | None) -> BackfillPolicy:
@@ -65,4 +81,4 @@ def days_between(start: date, end: date) -> list[date]:
 def window_partitions(context: AssetExecutionContext) -> tuple[datetime, datetime, list[str]]:
     """The run's range: its first partition's start, its last partition's end, and every partition key."""
     window = context.partition_time_window
-    return window.start, window.end, sorted(context.partition_keys)
+    return window.start.astimezone(UTC), window.end.astimezone(UTC), sorted(context.partition_keys)

@@ -18,6 +18,7 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     AutomationCondition,
+    TimeWindowPartitionsDefinition,
     multi_asset,
 )
 
@@ -38,15 +39,17 @@ def partitioned_spark_asset(
     metadata: Mapping[str, str],
     automation_condition: AutomationCondition | None = None,
     pool: str | None = None,
+    partitions: TimeWindowPartitionsDefinition | None = None,
 ) -> Callable[[Callable[..., Any]], AssetsDefinition]:
     """A `multi_asset` decorator for the table `key`, partitioned by the event days of `stream`.
 
     `checks` maps each check's name to its description; each is partitioned like the table, so a range run
     gives each day its own verdict, and blocking, except `warning_checks`: those only warn unless a run
-    makes them block (the evaluation then says so, and its failure fails the step like a blocking one). The decorated function's parameters
-    declare its resources (and config), as for `multi_asset`.
+    makes them block (the evaluation then says so, and its failure fails the step like a blocking one).
+    `partitions`: a dataset's own when they are not the stream's (`partitions.dataset_partitions`). The
+    decorated function's parameters declare its resources (and config), as for `multi_asset`.
     """
-    partitions = event_partitions(stream)
+    partitions = partitions or event_partitions(stream)
     return multi_asset(
         name=key.to_python_identifier(),
         specs=[

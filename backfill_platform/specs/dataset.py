@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -137,6 +138,14 @@ class DatasetSpec(SpecModel):
             "override it); the transform must still output rows of its own days only."
         ),
     )
+    partition_timezone: str = Field(
+        default="UTC",
+        description=(
+            "The time zone of a daily dataset's days (an IANA name, e.g. `America/New_York`): day "
+            "`2026-11-01` runs from local midnight to local midnight (25 hours that day in New York), read "
+            "from the UTC hours or days of its sources. An hourly dataset's hours are UTC."
+        ),
+    )
     partition_column: Identifier = Field(
         description=(
             "Column holding the event-time partition: a `date` (the day) over a daily stream, a `timestamp` "
@@ -169,6 +178,17 @@ class DatasetSpec(SpecModel):
     @classmethod
     def _lookback_duration(cls, value: Any) -> timedelta:
         return _lookback(value) or timedelta(0)
+
+    @field_validator("partition_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ValueError, ZoneInfoNotFoundError):
+            raise ValueError(
+                f"{value!r} is not a time zone name such as 'America/New_York' or 'UTC'"
+            ) from None
+        return value
 
     @field_validator("bucket_column")
     @classmethod
@@ -218,6 +238,16 @@ class DatasetSpec(SpecModel):
             raise ValueError(
                 f"partition_column {self.partition_column!r} must be of type date (daily) or timestamp "
                 f"(hourly), not {partition_type}"
+            )
+        if partition_type == "timestamp" and self.partition_timezone != "UTC":
+            raise ValueError(
+                f"partition_timezone {self.partition_timezone!r} is for daily datasets: the hours of an hourly "
+                "dataset are UTC hours"
+            )
+        if self.partition_timezone != "UTC" and self.bucket == "hour":
+            raise ValueError(
+                f"bucket: hour is for UTC days; a day of {self.partition_timezone} (23 to 25 hours) is "
+                "validated as one bucket: write `bucket: partition`"
             )
         if partition_type == "timestamp" and self.bucket != "partition":
             raise ValueError(
@@ -271,15 +301,18 @@ class DatasetSpec(SpecModel):
 
     @property
     def grain(self) -> Grain:
-        """Its partitions' span: an hour when its partition column is a timestamp, else a day. It must be
-        its sources' grain (`specs.references.grain_problems`)."""
-        return Grain("hour" if self.columns[self.partition_column] == "timestamp" else "day")
+        """Its partitions' span: a UTC hour when its partition column is a timestamp, else a day of its
+        `partition_timezone`. Never finer than its sources' (`specs.references.grain_problems`)."""
+        if self.columns[self.partition_column] == "timestamp":
+            return Grain("hour")
+        return Grain("day", self.partition_timezone)
 
     def partition_bounds(self, start: datetime, end: datetime) -> tuple[date | datetime, date | datetime]:
         """[start, end) as values of the partition column: days of a date column, instants otherwise
         (a filter compares like with like, so Iceberg deletes whole partitions on overwrite)."""
         if self.grain.unit == "day":
-            return start.date(), end.date()
+            zone = ZoneInfo(self.partition_timezone)
+            return start.astimezone(zone).date(), end.astimezone(zone).date()
         return start, end
 
     @property

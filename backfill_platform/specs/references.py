@@ -100,21 +100,19 @@ def dataset_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) ->
 
 
 def grain_problems(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> list[Problem]:
-    """A dataset's partitions are its sources' (a daily dataset over an hourly stream, mixed grains, is not
-    supported yet): its partition column's type must say the same grain as each source stream's."""
+    """A dataset's partitions are its sources' or coarser: days (UTC or local) over hourly or daily streams,
+    hours over hourly streams only (an hour of a daily stream could not be judged before its whole day)."""
     column = dataset.partition_column
-    wanted = {"day": "date", "hour": "timestamp"}
     problems = []
     for name in dataset.stream_names:
         grain = streams[name].grain.unit
-        if dataset.grain.unit != grain:
+        if dataset.grain.unit == "hour" and grain == "day":
             problems.append(
                 Problem(
                     f"columns.{column}",
-                    f"partition_column {column!r} is a {dataset.columns[column]}, but stream {name!r} is "
-                    f"partitioned by {grain} (partition_grain: {grain}): declare it as a {wanted[grain]} "
-                    f"holding the event's {grain}; a dataset of another grain than its sources is not "
-                    "supported yet",
+                    f"partition_column {column!r} is a timestamp (an hourly dataset), but stream {name!r} is "
+                    "partitioned by day (partition_grain: day): declare it as a date holding the event's "
+                    "day, or the stream with partition_grain: hour",
                 )
             )
     return problems

@@ -108,7 +108,7 @@ def test_a_missing_file_is_refused_as_unsettled_naming_partition_and_offsets(
     (target / lost[0]).unlink()
     expected = f"partition 1: offsets {lost[2]}-{lost[2] + lost[3] - 1} missing between files {before[0]} and {after[0]}"
     plan = build_plan(gap, [], START, D2 + timedelta(days=1))
-    assert [d.offset_gaps for d in plan.days] == [[expected], []]
+    assert [d.offset_gaps for d in plan.partitions] == [[expected], []]
 
     result = run(spark_resource, [build_events_asset(gap)], START, D2)
     settled = settled_by_day(result)

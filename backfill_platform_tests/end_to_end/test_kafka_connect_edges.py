@@ -93,8 +93,8 @@ def copy_without(root: Path, data_dir: Path, name: str, lost: str | None) -> Non
 
 def test_a_complete_archive_settles_proven_at_its_edges(live, spark_resource) -> None:
     plan = build_plan(edges_spec("kc_edges"), [], START, D2 + timedelta(days=1))
-    assert [d.offset_gaps for d in plan.days] == [[], []]
-    assert all(EDGES in d.proof for d in plan.days), [d.proof for d in plan.days]
+    assert [d.offset_gaps for d in plan.partitions] == [[], []]
+    assert all(EDGES in d.proof for d in plan.partitions), [d.proof for d in plan.partitions]
 
     result = run(spark_resource, [build_events_asset(edges_spec("kc_edges"))], START, D2)
     settled = {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
@@ -117,9 +117,12 @@ def test_a_file_lost_at_a_windows_end_is_named_through_the_topic(live, data_dir,
 
     # The files alone cannot see it: what remains of the window is contiguous.
     inside = build_plan(edges_spec("kc_inside_only", edges=False), [], START, D2)
-    assert inside.days[0].offset_gaps == [] and inside.days[0].proof == "Kafka offsets inside the files"
+    assert (
+        inside.partitions[0].offset_gaps == []
+        and inside.partitions[0].proof == "Kafka offsets inside the files"
+    )
     plan = build_plan(edges_spec("kc_edges_lost"), [], START, D2)
-    assert plan.days[0].offset_gaps == [expected]
+    assert plan.partitions[0].offset_gaps == [expected]
 
     result = run(spark_resource, [build_events_asset(edges_spec("kc_edges_lost"))], START, START)
     (settled,) = [c for c in result.get_asset_check_evaluations() if c.check_name == "settled"]
@@ -129,8 +132,10 @@ def test_a_file_lost_at_a_windows_end_is_named_through_the_topic(live, data_dir,
 def test_an_unreachable_broker_falls_back_to_the_files_and_says_so(live, monkeypatch) -> None:
     monkeypatch.setenv(settings.KAFKA_BOOTSTRAP_ENV, f"127.0.0.1:{free_port()}")
     plan = build_plan(edges_spec("kc_edges"), [], START, D2)
-    assert plan.days[0].offset_gaps == []
-    assert plan.days[0].proof.startswith("Kafka offsets inside the files only (the topic could not be asked")
+    assert plan.partitions[0].offset_gaps == []
+    assert plan.partitions[0].proof.startswith(
+        "Kafka offsets inside the files only (the topic could not be asked"
+    )
 
 
 def test_a_partition_beyond_retention_is_proven_by_its_files_only(live, kafka) -> None:
@@ -139,5 +144,5 @@ def test_a_partition_beyond_retention_is_proven_by_its_files_only(live, kafka) -
     (done,) = admin.delete_records([TopicPartition(TOPIC, 0, 5)]).values()
     assert done.result(30).low_watermark == 5
     plan = build_plan(edges_spec("kc_edges"), [], START, D2)
-    assert plan.days[0].offset_gaps == []
-    assert "partitions 0 inside the files only (beyond the topic's retention)" in plan.days[0].proof
+    assert plan.partitions[0].offset_gaps == []
+    assert "partitions 0 inside the files only (beyond the topic's retention)" in plan.partitions[0].proof

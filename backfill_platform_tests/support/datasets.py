@@ -24,6 +24,7 @@ from backfill_platform_tests.support.session import range_tags
 
 # Deliberately broken versions of views_per_title (spec `transform` references).
 TRANSFORMS = "backfill_platform_tests.transforms"
+HOURLY_TRANSFORMS = "backfill_platform_tests.hourly_transforms"
 
 
 def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, **changes) -> DatasetSpec:
@@ -53,6 +54,27 @@ class ProductionNames:
     def identifier(self) -> str:
         """The table as a client of the catalog itself names it (PyIceberg, DuckDB): `prod.<dataset>`."""
         return self.table.split(".", 1)[1]
+
+
+def hourly_dataset_data(
+    active: str, stream: str, name: str, column: str = "event_hour", kind: str = "timestamp"
+) -> dict:
+    """An hourly dataset's spec over `stream` (views and distinct viewers per title and hour,
+    `hourly_transforms`); `column`/`kind` name and type its partition column."""
+    versions = {"v1": "hourly_views", "v2": "viewers_doubled_between"}  # right, and the bad deploy
+    return {
+        "kind": "dataset",
+        "name": name,
+        "source_stream": stream,
+        "partition_column": column,
+        "bucket": "partition",  # an hour is validated as one bucket
+        "key_columns": [column, "title_id"],
+        "columns": {column: kind, "title_id": "string", "views": "long", "unique_viewers": "long"},
+        "versions": {v: {"transform": f"{HOURLY_TRANSFORMS}:{f}"} for v, f in versions.items()},
+        "active_version": active,
+        "expected_rows": {"filter": "event_type = 'start'", "expression": "count(DISTINCT title_id)"},
+        "reconciliation": [{"column": "views", "filter": "event_type = 'start'", "expression": "count(1)"}],
+    }
 
 
 def lake_table(namespace: str, name: str) -> str:

@@ -14,7 +14,7 @@ from dagster import (
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
-from backfill_platform.pipeline.partitions import window_partitions
+from backfill_platform.pipeline.partitions import dataset_partitions, window_partitions
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
@@ -56,6 +56,7 @@ def build_production_asset(
     @partitioned_spark_asset(
         key,
         primary,
+        partitions=dataset_partitions(spec, primary),
         deps=[shadow_key(spec, version)],
         checks={PROMOTION_VERIFIED: "production equals the shadow, bucket by bucket, after the promotion"},
         automation_condition=automation_condition,

@@ -11,9 +11,11 @@ from pyspark.sql import SparkSession
 
 from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, production_table, shadow_table
+from backfill_platform.pipeline.validation.buckets import table_partition
 from backfill_platform.pipeline.validation.divergence import Divergence, compare
 from backfill_platform.specs.common import check_identifier
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import value_key
 
 
 def history_divergence(spark: SparkSession, spec: DatasetSpec, version: str) -> Divergence:
@@ -23,8 +25,8 @@ def history_divergence(spark: SparkSession, spec: DatasetSpec, version: str) -> 
     candidate = spark.table(candidate_id) if table_exists(spark, candidate_id) else empty
     production = spark.table(production_id) if table_exists(spark, production_id) else empty
     days = sorted(
-        {r[0].isoformat() for r in candidate.select(spec.partition_column).distinct().collect()}
-        | {r[0].isoformat() for r in production.select(spec.partition_column).distinct().collect()}
+        {value_key(r[0]) for r in candidate.select(table_partition(spec)).distinct().collect()}
+        | {value_key(r[0]) for r in production.select(table_partition(spec)).distinct().collect()}
     )
     return compare(candidate, production, spec, days)
 

@@ -22,7 +22,7 @@ from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import record_validation
 from backfill_platform.pipeline.lookback_mapping import LookbackMapping
-from backfill_platform.pipeline.partitions import window_partitions
+from backfill_platform.pipeline.partitions import dataset_partitions, window_partitions
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
 from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
 from backfill_platform.pipeline.shadow.validate import (
@@ -31,6 +31,7 @@ from backfill_platform.pipeline.shadow.validate import (
     MAX_DIVERGENCE_TAG,
     validate_shadow,
 )
+from backfill_platform.pipeline.source_window_mapping import SourceWindowMapping
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.tables.dataset_tables import (
     conform,
@@ -46,6 +47,7 @@ from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.pipeline.validation.verdicts import day_outcomes
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import format_duration
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -99,7 +101,8 @@ def build_shadow_asset(
     @partitioned_spark_asset(
         key,
         primary,
-        deps=[source_dep(source, by_name[source.stream]) for source in spec.inputs],
+        partitions=dataset_partitions(spec, primary),
+        deps=[source_dep(source, by_name[source.stream], spec.grain) for source in spec.inputs],
         checks=CHECK_DESCRIPTIONS,
         # Divergence only warns unless the backfill sets a bound (MAX_DIVERGENCE_TAG): a re-derived day is
         # expected to differ from production. Declared non-blocking, it shows so in the UI, and the daily
@@ -187,13 +190,17 @@ def _require_events(session: Any, sources: Sequence[StreamSpec]) -> None:
             )
 
 
-def source_dep(source: SourceInput, stream: StreamSpec) -> AssetDep:
-    """A source's events feed the shadow day by day; with a lookback, day D also reads the days before it
-    that the lookback reaches into (D-1 for a lookback up to a day): exact in whole days, in the code
-    location (see `lookback_mapping` for what asset backfills see)."""
-    if not source.days_back:
+def source_dep(source: SourceInput, stream: StreamSpec, grain: Grain) -> AssetDep:
+    """A source's events feed the shadow partition by partition; with a lookback, partition P also reads
+    those before it that the lookback reaches into (D-1 for a lookback up to a day): exact in the code
+    location (see `lookback_mapping` for what asset backfills see). A dataset of another grain than its
+    source (days over hours, local days) reads the source partitions its interval overlaps
+    (`source_window_mapping`)."""
+    if grain != stream.grain:
+        return AssetDep(events_key(stream), partition_mapping=SourceWindowMapping(source.lookback))
+    if not source.partitions_back(grain):
         return AssetDep(events_key(stream))
-    return AssetDep(events_key(stream), partition_mapping=LookbackMapping(source.days_back))
+    return AssetDep(events_key(stream), partition_mapping=LookbackMapping(source.partitions_back(grain)))
 
 
 def day_metadata(

@@ -44,17 +44,16 @@ from backfill_platform.specs.grain import Grain, value_key
 from backfill_platform.specs.stream import StreamSpec
 
 
-def source_days(days: Sequence[str], source: SourceInput) -> list[str]:
-    """The partitions of a source that the dataset's partitions read: each one and those its lookback
-    reaches (days, or hours of an hourly dataset)."""
-    if not days:
-        return []
-    grain = Grain.of_key(days[0])
-    read = {
-        grain.key(grain.start(day) - back * grain.length)
-        for day in days
-        for back in range(source.partitions_back(grain) + 1)
-    }
+def source_days(days: Sequence[str], source: SourceInput, grain: Grain, source_grain: Grain) -> list[str]:
+    """The partitions of a source (of `source_grain`) that the dataset's partitions `days` (of `grain`)
+    read: those overlapping [start - lookback, end) of each (`read_interval`)."""
+    if grain == source_grain:
+        back = source.partitions_back(grain)
+        return sorted({grain.shift(day, -n) for day in days for n in range(back + 1)})
+    read: set[str] = set()
+    for day in days:
+        start, end = read_interval(*grain.bounds(day), source)
+        read.update(source_grain.keys_between(source_grain.floor(start), end))
     return sorted(read)
 
 
@@ -86,21 +85,23 @@ def read_source(
     return SourceRead(source, stream, table, snapshot_id, events)
 
 
-def input_fingerprints(events: DataFrame, source: SourceInput, days: list[str]) -> dict[str, Fingerprint]:
-    """Each dataset day's fingerprint of what it reads from one source: the events of [D - lookback, D end).
+def input_fingerprints(
+    events: DataFrame, source: SourceInput, days: list[str], grain: Grain
+) -> dict[str, Fingerprint]:
+    """Each dataset partition's fingerprint of what it reads from one source: the events of
+    [P start - lookback, P end).
 
-    An event at time t is read by the days from to_date(t) to to_date(t + lookback): each event is
-    counted once per day that reads it, in one aggregation.
+    An event at time t is read by the partitions from that of t to that of t + lookback: each event is
+    counted once per partition that reads it, in one aggregation.
     """
     if not days:
         return {}
-    grain = Grain.of_key(days[0])
     if not source.lookback:
         return day_fingerprints(events, partition_of(grain, "event_time"), days)
     seconds = int(source.lookback.total_seconds())
     until = F.col("event_time") + F.expr(f"INTERVAL {seconds} SECONDS")
     if grain.unit == "day":
-        reading_days = F.sequence(F.to_date("event_time"), F.to_date(until))
+        reading_days = F.sequence(partition_of(grain, "event_time"), partition_of(grain, until))
     else:
         hours = F.sequence(
             F.date_trunc("hour", "event_time"), F.date_trunc("hour", until), F.expr("INTERVAL 1 HOUR")
@@ -118,13 +119,14 @@ def input_fingerprints(events: DataFrame, source: SourceInput, days: list[str]) 
 
 
 def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str]) -> dict[str, Fingerprint]:
-    """Whole-day fingerprints of source days at the pinned snapshot (days the lookback only reaches into:
-    their ingestion's verdict is about the whole day)."""
+    """Whole-partition fingerprints of source partitions at the pinned snapshot (those the dataset's own
+    do not give: a lookback's, or a source of another grain's; their ingestion's verdict is about the
+    whole partition)."""
     if not days:
         return {}
-    grain = Grain.of_key(days[0])
+    grain = read.stream.grain
     return day_fingerprints(
-        events_at(spark, read.table, read.snapshot_id, days), partition_of(grain, "event_time"), days
+        events_at(spark, read.table, read.snapshot_id, days, grain), partition_of(grain, "event_time"), days
     )
 
 
@@ -140,21 +142,30 @@ def judge_inputs(
     for source in spec.inputs:
         read = reads[source.stream]
         # Days before the stream's first partition do not exist: nothing there is read or waited for.
-        first = spec.grain.key(midnight(read.stream.first_partition))
+        source_grain = read.stream.grain
+        first = source_grain.key(midnight(read.stream.first_partition))
         for day in days:
             judged.reads.setdefault(day, [])
-            judged.reads[day] += [(source.stream, d) for d in source_days([day], source) if d >= first]
+            read_by_day = source_days([day], source, spec.grain, source_grain)
+            judged.reads[day] += [(source.stream, d) for d in read_by_day if d >= first]
         read_days = sorted({d for day in days for stream, d in judged.reads[day] if stream == source.stream})
         if read.snapshot_id is not None:
-            found, own = events_expectations(session, read.table, spec, source.stream, days, read.snapshot_id)
+            found, own = events_expectations(
+                session, read.table, spec, source.stream, days, read.snapshot_id, spec.grain
+            )
         else:
             found, own = events_values(read.events, spec, source.stream, days)
         for bucket, bucket_values in found.items():
             values.setdefault(bucket, {}).update(bucket_values)
-        before = [d for d in read_days if d not in own]
-        judged.day_fingerprints[source.stream] = {**own, **whole_day_fingerprints(read, session, before)}
+        # The dataset's own partitions are the source's when of one grain: their fingerprints are computed.
+        before = [d for d in read_days if d not in own or spec.grain != source_grain]
+        own_read = own if spec.grain == source_grain else {}
+        judged.day_fingerprints[source.stream] = {**own_read, **whole_day_fingerprints(read, session, before)}
         judged.ingestions[source.stream] = latest_ingestions(session, source.stream, read_days)
-        inputs[source.stream] = own if not source.lookback else input_fingerprints(read.events, source, days)
+        lookback = source.lookback
+        inputs[source.stream] = (
+            own if not lookback else input_fingerprints(read.events, source, days, spec.grain)
+        )
     judged.expected = expectations_from(values, spec)
     judged.inputs = day_inputs(inputs, days)
     return judged
@@ -171,12 +182,12 @@ def current_inputs(
         table = events_table(spark, stream)
         if not source.lookback:
             # Usually computed at this snapshot by the run's shadow step already (snapshot_figures).
-            per_source[source.stream] = events_fingerprints(spark, table, days)
+            per_source[source.stream] = events_fingerprints(spark, table, days, spec.grain)
             continue
         if not table_exists(spark, table):
             per_source[source.stream] = dict.fromkeys(days, Fingerprint.EMPTY)
             continue
         start, end = spec.grain.bounds(min(days), max(days))
         read = read_source(spark, source, stream, start, end)
-        per_source[source.stream] = input_fingerprints(read.events, source, days)
+        per_source[source.stream] = input_fingerprints(read.events, source, days, spec.grain)
     return day_inputs(per_source, days)

@@ -56,9 +56,9 @@ def partition_ranges(spec: DatasetSpec, keys: Collection[str]) -> list[tuple[dat
     merged: list[list[datetime]] = []
     for start in sorted(grain.start(key) for key in set(keys)):
         if merged and merged[-1][1] == start:
-            merged[-1][1] = start + grain.length
+            merged[-1][1] = grain.end(start)
         else:
-            merged.append([start, start + grain.length])
+            merged.append([start, grain.end(start)])
     return [spec.partition_bounds(start, end) for start, end in merged]
 
 

@@ -57,11 +57,20 @@ def _events_bucket(spec: DatasetSpec) -> list[Column]:
     return [c.alias(f"_b{i}") for i, c in enumerate(day_and_hour[: len(spec.bucket_columns)])]
 
 
+def table_partition(spec: DatasetSpec) -> Column:
+    """A dataset table row's partition: a daily table's date as it is, an hourly table's hour as its key
+    (`specs.grain.value_key` turns a collected value into the key)."""
+    if spec.grain.unit == "day":
+        return F.col(spec.partition_column)
+    return partition_of(spec.grain, spec.partition_column)
+
+
 def _table_bucket(spec: DatasetSpec) -> list[Column]:
-    partition, *hour = spec.bucket_columns
-    # A daily table's date column is its partition as it is; an hourly table's hour is written as its key.
-    first = F.col(partition) if spec.grain.unit == "day" else partition_of(spec.grain, partition)
-    return [first.alias("_b0"), *(F.col(c).alias(f"_b{i}") for i, c in enumerate(hour, start=1))]
+    hour = spec.bucket_columns[1:]  # the first is the partition column
+    return [
+        table_partition(spec).alias("_b0"),
+        *(F.col(c).alias(f"_b{i}") for i, c in enumerate(hour, start=1)),
+    ]
 
 
 def _bucket_of(row: Row, spec: DatasetSpec) -> Bucket:
@@ -212,8 +221,7 @@ def partition_fingerprints(
 ) -> dict[str, Fingerprint]:
     """Each partition's fingerprint over the declared columns; an empty partition's is `Fingerprint.EMPTY`.
     `days`: partition keys (or a daily dataset's days as dates)."""
-    partition = _table_bucket(spec)[0]
-    return day_fingerprints(table.select(*spec.columns), partition, [value_key(d) for d in days])
+    return day_fingerprints(table.select(*spec.columns), table_partition(spec), [value_key(d) for d in days])
 
 
 def failing_buckets(

@@ -8,7 +8,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from backfill_platform.pipeline.validation.buckets import table_partition
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import value_key
 
 SAMPLE_ROWS = 20
 
@@ -50,7 +52,8 @@ class Divergence:
 
 
 def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days: list[str]) -> Divergence:
-    """Full outer join on the key columns, counted per partition, with a sample of differing rows."""
+    """Full outer join on the key columns, counted per partition (`days`: their keys, days or hours), with
+    a sample of differing rows."""
     keys, values = spec.key_columns, spec.value_columns
     c = candidate.select(*keys, F.struct(*values).alias("_c"))
     p = production.select(*keys, F.struct(*values).alias("_p"))
@@ -63,7 +66,7 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
     )
     kinds = ("only_in_candidate", "only_in_production", "changed")
     rows = (
-        joined.groupBy(F.col(spec.partition_column).alias("day"))
+        joined.groupBy(table_partition(spec).alias("day"))
         .agg(
             F.count(F.col("_c")).alias("candidate_rows"),
             F.count(F.col("_p")).alias("production_rows"),
@@ -73,7 +76,7 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
     )
     result = Divergence(partitions={day: PartitionDivergence() for day in days})
     for row in rows:
-        result.partitions[row["day"].isoformat()] = PartitionDivergence(
+        result.partitions[value_key(row["day"])] = PartitionDivergence(
             **{name: row[name] for name in ("candidate_rows", "production_rows", *kinds)}
         )
     # A day production never had is all new rows: saying so needs no sample (and no Spark job).
@@ -94,14 +97,15 @@ def compare(candidate: DataFrame, production: DataFrame, spec: DatasetSpec, days
                 *keys,
                 *(F.col(f"_p.{v}").alias(f"prod_{v}") for v in values),
                 *(F.col(f"_c.{v}").alias(f"new_{v}") for v in values),
+                table_partition(spec).alias("_partition"),  # its key, dropped from the sample
             )
             .orderBy(*keys)
             .collect()
         )
-        result.sample_header = list(sample[0].asDict())
+        result.sample_header = list(sample[0].asDict())[:-1]
         for day in days:
-            rows = [list(r) for r in sample if r[spec.partition_column].isoformat() == day]
+            rows = [list(r)[:-1] for r in sample if value_key(r["_partition"]) == day]
             if rows and result.partitions[day].production_rows:
                 result.samples[day] = rows
-        result.sample_rows = [list(r) for r in sample[:SAMPLE_ROWS]]
+        result.sample_rows = [list(r)[:-1] for r in sample[:SAMPLE_ROWS]]
     return result

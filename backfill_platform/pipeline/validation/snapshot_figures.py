@@ -70,34 +70,46 @@ def table_figures(
     return _remembered(key, compute)
 
 
-def events_at(spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str]) -> DataFrame:
-    """The events of `days` at `snapshot_id` (None: the table has no snapshot yet, so it is empty)."""
+def events_at(
+    spark: SparkSession, identifier: str, snapshot_id: int | None, days: list[str], grain: Grain
+) -> DataFrame:
+    """The events of the partitions `days` (of `grain`) at `snapshot_id` (None: the table has no snapshot
+    yet, so it is empty)."""
     return read_at(spark, identifier, snapshot_id).where(
-        in_range("event_time", *Grain.of_key(days[0]).bounds(min(days), max(days)))
+        in_range("event_time", *grain.bounds(min(days), max(days)))
     )
 
 
 def events_expectations(
-    spark: SparkSession, identifier: str, spec: DatasetSpec, source: str, days: list[str], snapshot_id: int
+    spark: SparkSession,
+    identifier: str,
+    spec: DatasetSpec,
+    source: str,
+    days: list[str],
+    snapshot_id: int,
+    grain: Grain,
 ) -> tuple[dict[Bucket, dict[str, int]], dict[str, Fingerprint]]:
     """What the events of `source` at `snapshot_id` imply for the dataset's buckets (the values of the
     rules aggregating that source, `buckets.events_values`), and each day's fingerprint."""
-    key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days))
-    values, fingerprints = events_values(events_at(spark, identifier, snapshot_id, days), spec, source, days)
+    key = ("events", _catalog(spark), identifier, int(snapshot_id), tuple(days), grain)
+    events = events_at(spark, identifier, snapshot_id, days, grain)
+    values, fingerprints = events_values(events, spec, source, days)
     _remembered(key, lambda: fingerprints)
     return values, fingerprints
 
 
-def events_fingerprints(spark: SparkSession, identifier: str, days: list[str]) -> dict[str, Fingerprint]:
-    """Each day's fingerprint of the events table as it is now."""
+def events_fingerprints(
+    spark: SparkSession, identifier: str, days: list[str], grain: Grain
+) -> dict[str, Fingerprint]:
+    """Each partition's (of `grain`) fingerprint of the events table as it is now."""
     if not table_exists(spark, identifier):
         return dict.fromkeys(days, Fingerprint.EMPTY)
     snapshot_id = current_snapshot_id(spark, identifier)
 
     def compute() -> dict[str, Fingerprint]:
-        events = events_at(spark, identifier, snapshot_id, days)
-        return day_fingerprints(events, partition_of(Grain.of_key(days[0]), "event_time"), days)
+        events = events_at(spark, identifier, snapshot_id, days, grain)
+        return day_fingerprints(events, partition_of(grain, "event_time"), days)
 
     if snapshot_id is None:
         return compute()
-    return _remembered(("events", _catalog(spark), identifier, int(snapshot_id), tuple(days)), compute)
+    return _remembered(("events", _catalog(spark), identifier, int(snapshot_id), tuple(days), grain), compute)

@@ -94,8 +94,8 @@ def test_plan_counts_rows_per_day_from_metadata(landing):
     _catalog, _table, rows, _truth = landing
     spec = table_spec("kc_table", "raw_landing.kc_table")
     plan = build_plan(spec, [], START, D2 + timedelta(days=1))
-    for day_plan in plan.days:
-        low, high = read_window(spec, *day_bounds(day_plan.day))
+    for day_plan in plan.partitions:
+        low, high = read_window(spec, *day_bounds(day_plan.key))
         low = low.replace(minute=0)
         expected = sum(1 for r in rows if low <= r["_kafka_metadata_timestamp"] < high)
         assert day_plan.lines == expected and day_plan.offset_gaps == []

@@ -175,7 +175,7 @@ def test_the_gate_refuses_the_join_days_whose_inputs_changed_in_one_source(
     for reason in promotion.held_back.values():
         assert "the events of impressions_gate changed since shadow v2 was validated" in reason, reason
     # `backfill-platform status` says the same, from the ledger alone.
-    states = {s.day.isoformat(): s for s in dataset_status(open_catalog(), spec)}
+    states = {s.key: s for s in dataset_status(open_catalog(), spec)}
     assert states[D1.isoformat()].state == "promoted"
     for day in (d2, D3):
         assert states[day.isoformat()].state == "stale"

@@ -32,68 +32,24 @@ from backfill_platform.pipeline.tables.dataset_tables import production_table, s
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.loader import SpecError, load_specs
-from backfill_platform_tests.support.datasets import INGESTIONS, promotion_chain
+from backfill_platform_tests.hourly_transforms import T1, T2
+from backfill_platform_tests.support.datasets import INGESTIONS, hourly_dataset_data, promotion_chain
 from backfill_platform_tests.support.session import D2
 from backfill_platform_tests.support.specs import mutated, write_spec
 from backfill_platform_tests.support.streams import stream_copy
 
 STREAM, DATASET = "playback_hourly", "views_hourly"
-# This module holds the dataset's transforms (below): an importable module of the project's packages.
-MODULE = "backfill_platform_tests.integration.datasets.test_hourly_grain"
 EPOCH = datetime(1970, 1, 1)
 HOURS = [datetime(D2.year, D2.month, D2.day, h) for h in range(16, 22)]  # a busy evening, 16:00-21:59
-T1, T2 = HOURS[2] + timedelta(minutes=10), HOURS[3] + timedelta(minutes=40)  # the bad deploy: 18:10-19:40
+assert (HOURS[2] + timedelta(minutes=10), HOURS[3] + timedelta(minutes=40)) == (T1, T2)  # 18:10-19:40
 HOUR_KEYS = [h.strftime(HOUR_KEY) for h in HOURS]
 BAD_KEYS = HOUR_KEYS[2:4]  # the hours [T1, T2) touches: 18:00 and 19:00
 KEPT_KEYS = [k for k in HOUR_KEYS if k not in BAD_KEYS]
-VERSIONS = {"v1": "hourly_views", "v2": "viewers_doubled_between"}  # right, and the bad deploy
-
-
-def _hourly(events, extra_viewers):
-    start = F.col("event_type") == "start"
-    return (
-        events.where(start)
-        .groupBy(F.date_trunc("hour", "event_time").alias("event_hour"), "title_id")
-        .agg(
-            F.count(F.lit(1)).alias("views"),
-            (F.countDistinct("user_id") + extra_viewers).alias("unique_viewers"),
-        )
-    )
-
-
-def hourly_views(events):
-    """v1: starts and distinct viewers per title and event-time hour."""
-    return _hourly(events, F.lit(0))
-
-
-def viewers_doubled_between(events):
-    """v2, the bad deploy: a viewer of an event in [T1, T2) counted twice. Views (reconciled) are right."""
-    bounds = [F.to_timestamp(F.lit(t.isoformat(sep=" "))) for t in (T1, T2)]
-    window = (F.col("event_time") >= bounds[0]) & (F.col("event_time") < bounds[1])
-    return _hourly(events, F.countDistinct(F.when(window, F.col("user_id"))))
-
-
-def hourly_raw(active: str, stream: str = STREAM, name: str = DATASET, column: str = "event_hour",
-               kind: str = "timestamp") -> dict:  # fmt: skip
-    """The hourly dataset's spec; `column`/`kind` name and type its partition column."""
-    return {
-        "kind": "dataset",
-        "name": name,
-        "source_stream": stream,
-        "partition_column": column,
-        "bucket": "partition",  # an hour is validated as one bucket
-        "key_columns": [column, "title_id"],
-        "columns": {column: kind, "title_id": "string", "views": "long", "unique_viewers": "long"},
-        "versions": {v: {"transform": f"{MODULE}:{f}"} for v, f in VERSIONS.items()},
-        "active_version": active,
-        "expected_rows": {"filter": "event_type = 'start'", "expression": "count(DISTINCT title_id)"},
-        "reconciliation": [{"column": "views", "filter": "event_type = 'start'", "expression": "count(1)"}],
-    }
 
 
 def hourly_dataset(active: str) -> DatasetSpec:
     """The hourly dataset, `active` the version a run derives and promotes (v1 right, v2 the bad deploy)."""
-    return DatasetSpec.model_validate(hourly_raw(active))
+    return DatasetSpec.model_validate(hourly_dataset_data(active, STREAM, DATASET))
 
 
 def run_hours(spark_resource, assets: list, first: datetime, last: datetime):
@@ -256,18 +212,22 @@ def test_an_hourly_stream_holds_each_hour_of_the_archive_in_hour_partitions(
     assert {r.partition_key: r.written for r in ingested} == {k: archive[k][0] for k in HOUR_KEYS}
 
 
-def test_a_dataset_partitioned_by_date_over_an_hourly_stream_is_refused(tmp_path: Path):
+def test_a_dataset_is_of_its_streams_grain_or_coarser(tmp_path: Path):
     write_spec(tmp_path, "playback", mutated(partition_grain="hour"))
-    write_spec(tmp_path, DATASET, hourly_raw("v1", stream="playback"))
-    loaded = load_specs([tmp_path])  # a timestamp partition column over it loads
-    assert loaded.streams["playback"].partition_grain == "hour" and DATASET in loaded.datasets
+    write_spec(tmp_path, DATASET, hourly_dataset_data("v1", "playback", DATASET))
+    daily = "views_by_date"  # days over hours: rolled up
+    write_spec(
+        tmp_path, daily, hourly_dataset_data("v1", "playback", daily, column="event_date", kind="date")
+    )
+    loaded = load_specs([tmp_path])
+    assert loaded.streams["playback"].partition_grain == "hour"
+    assert (loaded.datasets[DATASET].grain.unit, loaded.datasets[daily].grain.unit) == ("hour", "day")
 
-    (tmp_path / f"{DATASET}.yaml").unlink()
-    name = "views_by_date"
-    path = write_spec(tmp_path, name, hourly_raw("v1", "playback", name, column="event_date", kind="date"))
+    (tmp_path / f"{daily}.yaml").unlink()
+    write_spec(tmp_path, "playback", mutated())  # a daily stream: its hours cannot be judged apart
     with pytest.raises(SpecError) as error:
         load_specs([tmp_path])
     message = str(error.value)
-    assert message.startswith(f"{path}: ") and name in message, message
-    reason = message.removeprefix(f"{path}: ")
-    assert "event_date" in reason and "hour" in reason.replace("event_date", ""), message
+    path = tmp_path / f"{DATASET}.yaml"
+    assert message.startswith(f"{path}: ") and "event_hour" in message, message
+    assert "stream 'playback' is partitioned by day" in message, message

@@ -18,6 +18,7 @@ from backfill_platform.operations.backfill import (
 )
 
 DAYS = [date(2026, 10, 1), date(2026, 10, 2)]
+KEYS = [day.isoformat() for day in DAYS]  # what the outcome is keyed by
 
 
 def outcome(ingestions: dict, run_ids: tuple[str, ...] = (), **more) -> BackfillOutcome:
@@ -34,22 +35,22 @@ def row(run_id: str, records: int, seconds: float) -> dict:
 
 def test_the_events_step_rate_is_its_records_over_its_run_time(data_dir):
     line = throughput_line(
-        outcome({DAYS[0]: row("run-a", 30_000, 12.0), DAYS[1]: row("run-a", 20_000, 12.0)})
+        outcome({KEYS[0]: row("run-a", 30_000, 12.0), KEYS[1]: row("run-a", 20_000, 12.0)})
     )
     # Both days carry the one run's wall time: counted once.
     assert line == "events step (playback): 50,000 archive records in 12.0 s, 4,167 events/s"
 
 
 def test_rows_of_other_runs_are_not_this_backfills(data_dir):
-    assert throughput_line(outcome({DAYS[0]: row("older-run", 30_000, 12.0)})) is None
+    assert throughput_line(outcome({KEYS[0]: row("older-run", 30_000, 12.0)})) is None
     line = throughput_line(
-        outcome({DAYS[0]: row("older-run", 30_000, 12.0), DAYS[1]: row("run-a", 1_000, 2.0)})
+        outcome({KEYS[0]: row("older-run", 30_000, 12.0), KEYS[1]: row("run-a", 1_000, 2.0)})
     )
     assert line == "events step (playback): 1,000 archive records in 2.0 s, 500 events/s"
 
 
 def test_a_submitted_backfill_adds_the_times_of_its_runs(data_dir):
-    rows = {DAYS[0]: row("run-1", 6_000, 3.0), DAYS[1]: row("run-2", 3_000, 6.0)}
+    rows = {KEYS[0]: row("run-1", 6_000, 3.0), KEYS[1]: row("run-2", 3_000, 6.0)}
     line = throughput_line(outcome(rows, run_ids=("run-1", "run-2")))
     assert line == "events step (playback): 9,000 archive records in 9.0 s, 1,000 events/s"
 
@@ -62,14 +63,14 @@ def rendered(table) -> str:
 
 def test_a_day_whose_events_failed_names_that_check_in_the_table(data_dir):
     events = {
-        DAYS[0]: {
+        KEYS[0]: {
             **row("run-a", 10, 1.0),
             "checks_passed": True,
             "written": 10,
             "duplicates": 0,
             "quarantined": 0,
         },
-        DAYS[1]: {
+        KEYS[1]: {
             **row("run-a", 5, 1.0),
             "checks_passed": False,
             "failed_checks": "settled",
@@ -78,7 +79,7 @@ def test_a_day_whose_events_failed_names_that_check_in_the_table(data_dir):
             "quarantined": 0,
         },
     }
-    shadows = {DAYS[0]: {"checks_passed": True, "shadow_rows": 3}}
+    shadows = {KEYS[0]: {"checks_passed": True, "shadow_rows": 3}}
     text = rendered(report_table(outcome(events, validations=shadows)))
     lines = {line.split("│")[1].strip(): line for line in text.splitlines() if line.startswith("│")}
     assert "events: settled" in lines["2026-10-02"]

@@ -1,0 +1,121 @@
+"""The partition mapping of a source whose partitions are not the dataset's: hours under days, UTC under
+local days.
+
+Dataset partition P (a day, UTC or local, or an hour) reads the source's events whose event time lies in
+[P start - lookback, P end) (`shadow.inputs.read_interval`): it depends on exactly the source partitions
+(UTC hours or days) that overlap that interval, and a source partition feeds exactly the dataset
+partitions whose intervals it overlaps. A New York day of 25 hours (the day summer time ends) depends on
+its 25 UTC hours; a UTC day on its 24.
+
+Dagster's `TimeWindowPartitionMapping` maps hours to days of the same time zone, and refuses two zones
+("Timezones … don't match"). Like every mapping that is not one of Dagster's built-in classes, this one is
+left out of the code location's snapshot: the webserver and daemon infer `TimeWindowPartitionMapping`
+there. Within one zone (UTC hours under UTC days) that is this same mapping without the lookback; across
+zones it raises when asked, so an asset backfill of a local-day dataset and its hourly source launched
+from the UI or over GraphQL is refused by Dagster. `backfill-platform backfill` runs in the code location
+and maps exactly, and so does the daily refresh (its automation sensor runs there too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from dagster import (
+    DagsterInvalidDefinitionError,
+    PartitionMapping,
+    PartitionsDefinition,
+    TimeWindowPartitionsDefinition,
+    partition_loading_context,
+)
+
+from backfill_platform.dagster_internals import PartitionsSubset, UpstreamPartitionsResult
+from backfill_platform.pipeline.hour_mapping import clip_to_partitions, subset_windows
+
+if TYPE_CHECKING:
+    from backfill_platform.dagster_internals import DynamicPartitionsStore
+
+
+@dataclass(frozen=True)
+class SourceWindowMapping(PartitionMapping):
+    """Dataset partition P ← the source partitions overlapping [P start - lookback, P end)."""
+
+    lookback: timedelta = timedelta(0)
+
+    @property
+    def description(self) -> str:
+        reach = f"from {self.lookback} before its start " if self.lookback else ""
+        return (
+            f"Event-time window: a dataset partition reads the source partitions its interval {reach}"
+            "overlaps (UTC hours of a local day, by the zone's rules); exact in the code location."
+        )
+
+    def validate_partition_mapping(
+        self,
+        upstream_partitions_def: PartitionsDefinition,
+        downstream_partitions_def: PartitionsDefinition | None,
+    ) -> None:
+        for role, partitions_def in (
+            ("upstream", upstream_partitions_def),
+            ("downstream", downstream_partitions_def),
+        ):
+            if not isinstance(partitions_def, TimeWindowPartitionsDefinition):
+                raise DagsterInvalidDefinitionError(
+                    f"{type(self).__name__} maps time-window partitions; the {role} partitions are {partitions_def}"
+                )
+
+    def get_upstream_mapped_partitions_result_for_partitions(
+        self,
+        downstream_partitions_subset: PartitionsSubset | None,
+        downstream_partitions_def: PartitionsDefinition | None,
+        upstream_partitions_def: PartitionsDefinition,
+        current_time: datetime | None = None,
+        dynamic_partitions_store: DynamicPartitionsStore | None = None,
+    ) -> UpstreamPartitionsResult:
+        self.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
+        assert isinstance(upstream_partitions_def, TimeWindowPartitionsDefinition)
+        assert downstream_partitions_subset is not None and downstream_partitions_def is not None
+        with partition_loading_context(current_time, dynamic_partitions_store):
+            wanted = [
+                covering(upstream_partitions_def, start - self.lookback, end)
+                for start, end in subset_windows(downstream_partitions_subset, downstream_partitions_def)
+            ]
+            existing, _ = clip_to_partitions(upstream_partitions_def, wanted)
+        # Source partitions before the source's first (a lookback from the first day) do not exist: left out.
+        return UpstreamPartitionsResult(
+            partitions_subset=existing, required_but_nonexistent_subset=upstream_partitions_def.empty_subset()
+        )
+
+    def get_downstream_partitions_for_partitions(
+        self,
+        upstream_partitions_subset: PartitionsSubset,
+        upstream_partitions_def: PartitionsDefinition,
+        downstream_partitions_def: PartitionsDefinition | None,
+        current_time: datetime | None = None,
+        dynamic_partitions_store: DynamicPartitionsStore | None = None,
+    ) -> PartitionsSubset:
+        self.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
+        assert isinstance(downstream_partitions_def, TimeWindowPartitionsDefinition)
+        with partition_loading_context(current_time, dynamic_partitions_store):
+            # P overlaps [a, b) through its lookback when P start - lookback < b and P end > a.
+            wanted = [
+                covering(downstream_partitions_def, start, end + self.lookback)
+                for start, end in subset_windows(upstream_partitions_subset, upstream_partitions_def)
+            ]
+            existing, _ = clip_to_partitions(downstream_partitions_def, wanted)
+        return existing
+
+
+def covering(
+    partitions_def: TimeWindowPartitionsDefinition, start: datetime, end: datetime
+) -> tuple[datetime, datetime]:
+    """[start of the partition holding `start`, end of the one holding the instant before `end`): the
+    partitions of `partitions_def` that overlap [start, end), as one aligned window (empty if end <= start)."""
+    if end <= start:
+        return start, start
+    first = partitions_def.get_partition_key_for_timestamp(start.timestamp())
+    last = partitions_def.get_partition_key_for_timestamp(end.timestamp(), end_closed=True)
+    low = partitions_def.time_window_for_partition_key(first).start
+    high = partitions_def.time_window_for_partition_key(last).end
+    return low.astimezone(UTC), high.astimezone(UTC)

@@ -1,0 +1,79 @@
+"""`backfill-platform backfill` of an hourly dataset, in process through click's CliRunner.
+
+A deploy was wrong from 18:10 to 19:40: the engineer names those times, and the command re-derives and
+promotes exactly the hours they touch (18:00 and 19:00), reports them hour by hour from the ledger, and
+`status` lists them; production holds those hours and no other, each equal to the generator's truth.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from backfill_platform import settings
+from backfill_platform.orchestration.dagster_home import write_dagster_home
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform_tests.support.cli import invoke, table_row
+from backfill_platform_tests.support.datasets import LEDGER, hourly_dataset_data, production
+from backfill_platform_tests.support.session import D2
+from backfill_platform_tests.support.specs import write_spec
+
+STREAM, DATASET = "playback_cli_hourly", "views_cli_hourly"
+HOURS = ["2026-10-02-18:00", "2026-10-02-19:00"]
+PRODUCTION = production(DATASET).table
+
+
+@pytest.fixture(scope="module")
+def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of the session archive declared as an hourly stream, the hourly dataset over it, and a
+    Dagster instance of its own."""
+    archive = data_dir / "archive" / STREAM
+    if not archive.exists():
+        shutil.copytree(data_dir / "archive" / "playback", archive)
+    stream = builtin_spec_data("playback")
+    stream.update(name=STREAM, partition_grain="hour")
+    stream["archive"]["location"] = f"archive/{STREAM}"
+    specs = tmp_path_factory.mktemp("cli_hourly_specs")
+    write_spec(specs, STREAM, stream)
+    write_spec(specs, DATASET, hourly_dataset_data("v1", STREAM, DATASET))
+    home = tmp_path_factory.mktemp("cli_hourly_dagster_home")
+    write_dagster_home(home)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.SPECS_ENV, str(specs))
+        patch.setenv("DAGSTER_HOME", str(home))
+        yield home
+
+
+@pytest.fixture(scope="module")
+def hourly_backfill(cli_env):
+    return invoke("backfill", "--dataset", DATASET, "--start", "2026-10-02T18:10", "--end", "2026-10-02T19:40",
+                  "--reason", "bad deploy 18:10-19:40")  # fmt: skip
+
+
+def test_an_hourly_backfill_promotes_exactly_the_hours_its_times_touch(hourly_backfill, spark, truth):
+    assert hourly_backfill.exit_code == 0, hourly_backfill.output
+    assert "promoted 2 hour(s)" in hourly_backfill.output
+    ledger = spark.table(LEDGER).where(F.col("dataset") == DATASET).collect()
+    assert sorted(r.partition_key for r in ledger) == HOURS and {r.partition for r in ledger} == {D2}
+    for row in ledger:
+        cells = table_row(hourly_backfill.output, row.partition_key)
+        assert cells[5] == f"{row.shadow_rows:,}" and cells[6] == "passed" and cells[-1] == "promoted"
+    views = (
+        spark.table(PRODUCTION)
+        .groupBy(F.date_format("event_hour", "yyyy-MM-dd-HH:mm").alias("hour"))
+        .agg(F.sum("views").alias("views"))
+        .collect()
+    )
+    starts = truth["partitions"][D2.isoformat()]["starts_by_hour"]
+    assert {r.hour: r.views for r in views} == {hour: starts[str(int(hour[11:13]))] for hour in HOURS}
+
+
+def test_status_lists_the_promoted_hours(hourly_backfill):
+    result = invoke("status", "--dataset", DATASET)
+    assert result.exit_code == 0
+    for hour in HOURS:
+        assert "promoted" in table_row(result.output, hour)

@@ -1,0 +1,141 @@
+"""Hourly events rolled up into daily tables: UTC days, and the days of New York and Berlin.
+
+Small archives generated around the 2026 DST transitions (spring: New York 03-08, Berlin 03-29; autumn:
+Berlin 10-25, New York 11-01) are declared as hourly streams (`partition_grain: hour`). Their hours are
+ingested in one run, then daily datasets over them (`partition_timezone`) are validated and promoted day by
+day in another. Every local day equals an independent computation over the events table (pandas,
+`tz_convert`), its 23 or 25 hours included, and reads exactly the UTC hours its zone's rules give it.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import pandas as pd
+import pytest
+from dagster import materialize
+
+from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.pipeline.events.assets import build_events_asset, events_key
+from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.partitions import dataset_partitions
+from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED, production_key
+from backfill_platform.pipeline.shadow.validate import CHECKSUMS, EVENTS_VALIDATED, ROW_COUNTS
+from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import HOURLY, Grain
+from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.support.datasets import LEDGER, promotion_chain
+
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+NEW_YORK, BERLIN = "America/New_York", "Europe/Berlin"
+TRANSFORMS = {"UTC": "backfill_platform_tests.daily_transforms:daily_plays",
+              NEW_YORK: "backfill_platform_tests.hourly_transforms:new_york_plays",
+              BERLIN: "backfill_platform_tests.hourly_transforms:berlin_plays"}  # fmt: skip
+# (archive's first day, days generated, the zone, its local days validated, (day, hours) of its DST day)
+CASES = {
+    "new-york-spring": (date(2026, 3, 7), 3, NEW_YORK, ["2026-03-07", "2026-03-08"], ("2026-03-08", 23)),
+    # Berlin's first local day starts at 23:00 UTC the day before the archive: its days start the next one.
+    "berlin-spring": (date(2026, 3, 28), 3, BERLIN, ["2026-03-29", "2026-03-30"], ("2026-03-29", 23)),
+    "autumn-both": (date(2026, 10, 24), 10, NEW_YORK, ["2026-10-31", "2026-11-01"], ("2026-11-01", 25)),
+    "autumn-berlin": (date(2026, 10, 24), 10, BERLIN, ["2026-10-25", "2026-10-26"], ("2026-10-25", 25)),
+    "autumn-utc": (date(2026, 10, 24), 10, "UTC", ["2026-10-31", "2026-11-01"], ("2026-11-01", 24)),
+}
+_generated: set[str] = set()
+
+
+def daily_data(name: str, stream: str, zone: str) -> dict:
+    """Plays and watch seconds per title and day of `zone` (`daily_plays` for UTC), validated per day."""
+    return {
+        "kind": "dataset", "name": name, "source_stream": stream, "partition_timezone": zone,
+        "partition_column": "event_date", "bucket": "day", "key_columns": ["event_date", "title_id"],
+        "columns": {"event_date": "date", "title_id": "string", "plays": "long", "watch_seconds": "long"},
+        "versions": {"v1": {"transform": TRANSFORMS[zone]}}, "active_version": "v1",
+        "expected_rows": {"filter": "event_type IN ('start', 'stop')", "expression": "count(DISTINCT title_id)"},
+        "reconciliation": [
+            {"column": "plays", "filter": "event_type = 'start'", "expression": "count(1)"},
+            {"column": "watch_seconds", "filter": "event_type = 'stop'", "expression": "sum(position_sec)"},
+        ],
+    }  # fmt: skip
+
+
+def hourly_stream(playback: StreamSpec, data_dir, first: date, days: int) -> StreamSpec:
+    """A small archive from `first` for `days` days (generated once), declared as an hourly stream."""
+    name = f"playback_hours_{first:%m%d}"
+    if name not in _generated:
+        config = GeneratorConfig(start=first, days=days, events_per_day=600, seed=5, file_every_hour=True)
+        generate_playback_archive(data_dir / "archive" / name, config)
+        _generated.add(name)
+    archive = playback.archive.model_copy(update={"location": f"archive/{name}"})
+    # About 25 events an hour, fewer at night: one malformed line is 4 %, and a night hour may have none.
+    changes = {"first_partition": first, "partition_grain": "hour", "max_quarantined_per_day": 5,
+               "allow_empty_partitions": True}  # fmt: skip
+    return playback.model_copy(update={"name": name, "archive": archive, **changes})
+
+
+def ingest_hours(spark_resource, stream: StreamSpec, start: datetime, end: datetime) -> None:
+    """The events of the UTC hours [start, end), in one run; every hour passes its checks."""
+    keys = HOURLY.keys_between(start, end)
+    tags = {RANGE_START: keys[0], RANGE_END: keys[-1]}
+    result = materialize([build_events_asset(stream)], resources={"spark": spark_resource}, tags=tags)
+    assert {e.partition for e in result.get_asset_materialization_events()} == set(keys)
+
+
+def expected_per_day(spark, stream: StreamSpec, zone: str, days: list[str]) -> dict[tuple, tuple]:
+    """(day, title) -> (plays, watch seconds) from the events table, in pandas: the local day is the UTC
+    event time converted with `tz_convert` (not Spark's functions, which the transform uses)."""
+    events = spark.table(events_table(spark, stream)).select("event_time", "event_type", "title_id",
+                                                           "position_sec").toPandas()  # fmt: skip
+    local = pd.to_datetime(events["event_time"]).dt.tz_localize("UTC").dt.tz_convert(zone)
+    events["day"] = local.dt.date.astype(str)
+    events = events[events["day"].isin(days) & events["event_type"].isin(["start", "stop"])]
+    expected = {}
+    for (day, title), rows in events.groupby(["day", "title_id"]):
+        starts = int((rows["event_type"] == "start").sum())
+        watched = int(rows.loc[rows["event_type"] == "stop", "position_sec"].fillna(0).sum())
+        expected[(day, title)] = (starts, watched)
+    return expected
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_daily_dataset_of_a_zone_equals_its_local_days_of_hourly_events(
+    case, playback, data_dir, spark, spark_resource
+):
+    first, days, zone, local_days, (dst_day, hours) = case
+    stream = hourly_stream(playback, data_dir, first, days)
+    name = f"plays_{zone.split('/')[-1].lower()}_{first:%m%d}"
+    spec = DatasetSpec.model_validate(daily_data(name, stream.name, zone))
+    grain = Grain("day", zone)
+    assert spec.grain == grain and dataset_partitions(spec, stream).timezone == zone
+    start, end = grain.bounds(dst_day)
+    assert end - start == timedelta(hours=hours)  # the zone's rules, not 24 hours
+
+    chain = promotion_chain(spec, stream)
+    # The shadow depends on exactly the UTC hours its local day overlaps.
+    hours_read = chain[0].get_partition_mapping(events_key(stream))
+    upstream = hours_read.get_upstream_mapped_partitions_result_for_partitions(
+        dataset_partitions(spec, stream).subset_with_partition_keys([dst_day]),
+        dataset_partitions(spec, stream),
+        build_events_asset(stream).partitions_def,
+    ).partitions_subset.get_partition_keys()
+    assert sorted(upstream) == HOURLY.keys_between(start, end)
+
+    ingest_hours(spark_resource, stream, grain.start(local_days[0]), grain.bounds(local_days[-1])[1])
+    tags = {RANGE_START: local_days[0], RANGE_END: local_days[-1]}
+    result = materialize(chain, resources={"spark": spark_resource}, tags=tags, raise_on_error=False)
+    assert result.success
+    verdicts = {(e.check_name, e.partition): e.passed for e in result.get_asset_check_evaluations()}
+    for check in (EVENTS_VALIDATED, ROW_COUNTS, CHECKSUMS, PROMOTION_VERIFIED):
+        assert {verdicts[(check, day)] for day in local_days} == {True}, check
+    promoted = {
+        e.partition for e in result.get_asset_materialization_events() if e.asset_key == production_key(spec)
+    }
+    assert promoted == set(local_days)
+
+    rows = spark.table(production_table(spark, spec)).collect()
+    actual = {(r.event_date.isoformat(), r.title_id): (r.plays, r.watch_seconds) for r in rows}
+    assert actual == expected_per_day(spark, stream, zone, local_days)
+    assert {day for day, _ in actual} == set(local_days)
+    ledger = spark.table(LEDGER).where(f"dataset = '{name}'").collect()
+    assert sorted({r.partition_key for r in ledger}) == local_days
+    assert {r.partition.isoformat() for r in ledger} == set(local_days)  # the local day, not a UTC one

@@ -1,0 +1,100 @@
+"""The declarative refresh at hourly grain: an hour settles at its end + lateness, and a late file
+re-derives, re-validates and re-promotes exactly the hours whose read windows hold its ingestion hour.
+
+As `test_automation.py`, the conditions are evaluated tick by tick on the definitions the factory builds
+(no Spark), for a stream declared `partition_grain: hour` and an hourly dataset over it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from dagster import AssetKey
+
+from backfill_platform.orchestration.factory import build_definitions
+from backfill_platform.pipeline.archive.listing import hours
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
+from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
+from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.durations import HOUR
+from backfill_platform.specs.grain import HOURLY
+from backfill_platform.specs.loader import SpecSet
+from backfill_platform_tests.support.automation import Ticks
+from backfill_platform_tests.support.datasets import hourly_dataset_data, production
+
+STREAM, DATASET = "playback_hourly_refresh", "views_hourly_refresh"
+ARCHIVE = AssetKey(["archive", f"{STREAM}_archive"])
+EVENTS = AssetKey(["raw", f"{STREAM}_events"])
+SHADOW = AssetKey(["shadow", f"{DATASET}__v1"])
+PRODUCTION = production(DATASET).key
+WATCHED = (ARCHIVE, EVENTS, SHADOW, PRODUCTION)
+FAR_FUTURE = datetime(2027, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def hourly(specs):
+    stream = specs.streams["playback"].model_copy(update={"name": STREAM, "partition_grain": "hour"})
+    dataset = DatasetSpec.model_validate(hourly_dataset_data("v1", STREAM, DATASET))
+    return build_definitions(SpecSet(streams={STREAM: stream}, datasets={DATASET: dataset})), stream
+
+
+def hour_keys(first: datetime, last: datetime) -> list[str]:
+    """The hour keys from `first` to `last`, both included."""
+    return HOURLY.keys_between(first, last + HOUR)
+
+
+def read_hours(stream, key: str) -> set[str]:
+    """The ingestion hours an event hour's run lists (`ingest_window`), within the archive."""
+    first = ingestion_partitions(stream).start
+    return {HOURLY.key(h) for h in hours(*read_window(stream, *HOURLY.bounds(key))) if h >= first}
+
+
+def test_the_mapping_maps_an_event_hour_to_exactly_the_ingestion_hours_it_reads(hourly):
+    _, stream = hourly
+    mapping = ArchiveReadWindowMapping.for_stream(stream)
+    events, archive = event_partitions(stream), ingestion_partitions(stream)
+    start = datetime(2026, 10, 2, tzinfo=UTC)
+    readers: dict[str, set[str]] = {}
+    for key in hour_keys(start, start + timedelta(days=2)):
+        upstream = mapping.get_upstream_mapped_partitions_result_for_partitions(
+            events.subset_with_partition_keys([key]), events, archive, current_time=FAR_FUTURE
+        ).partitions_subset
+        assert set(upstream.get_partition_keys()) == read_hours(stream, key), key
+        for hour in read_hours(stream, key):
+            readers.setdefault(hour, set()).add(key)
+    late = HOURLY.key(start + timedelta(hours=30))
+    downstream = mapping.get_downstream_partitions_for_partitions(
+        archive.subset_with_partition_keys([late]), archive, events, current_time=FAR_FUTURE
+    )
+    assert set(downstream.get_partition_keys()) == readers[late]
+
+
+def test_a_settled_hour_is_refreshed_and_a_late_file_re_promotes_exactly_the_hours_reading_it(hourly):
+    definitions, stream = hourly
+    ticks = Ticks(definitions, WATCHED)
+    first, last = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 3, 11, tzinfo=UTC)  # from the first
+    history = hour_keys(first, last)
+    for key in (EVENTS, SHADOW, PRODUCTION):
+        ticks.materialize(key, history)  # with passing verdicts
+    archive_hours = [HOURLY.key(h) for h in hours(first - timedelta(days=1), last + timedelta(days=1))]
+    for hour in archive_hours:
+        ticks.observe(ARCHIVE, hour, "v1")
+    # The next hour settles at its end + allowed lateness + 1 h, not at a day's end.
+    settles = last + 2 * HOUR + stream.allowed_lateness + HOUR
+    assert ticks.at(settles - timedelta(minutes=5)) == {}
+    requested = ticks.at(settles + timedelta(minutes=1))
+    assert requested[EVENTS] == {HOURLY.key(last + HOUR)}
+
+    ticks.materialize(EVENTS, [HOURLY.key(last + HOUR)])
+    ticks.materialize(SHADOW, [HOURLY.key(last + HOUR)])
+    ticks.materialize(PRODUCTION, [HOURLY.key(last + HOUR)])
+    now = settles + timedelta(minutes=10)
+    assert EVENTS not in ticks.at(now)
+
+    late = HOURLY.key(first + timedelta(hours=44))
+    ticks.observe(ARCHIVE, late, "late")  # one file added to one ingestion hour
+    affected = {key for key in history if late in read_hours(stream, key)}
+    assert 0 < len(affected) < len(history) // 2
+    # Their verdicts passed before: events, shadow and production of exactly those hours, in one run.
+    assert ticks.at(now + timedelta(minutes=1)) == {EVENTS: affected, SHADOW: affected, PRODUCTION: affected}
