@@ -211,7 +211,8 @@ def backfill(
             except SubmitError as error:
                 raise click.ClickException(str(error)) from None
     else:
-        running = progress_display(console, f"{title}, one run")
+        runs = len(request.runs())
+        running = progress_display(console, f"{title}, {'one run' if runs == 1 else f'{runs} runs'}")
         with instance_from_env() as instance, refusals(), running as update:
             outcome = run_backfill(request, instance, on_step=step_update(update))
     console.print(report_table(outcome, per_day))

@@ -28,6 +28,7 @@ from backfill_platform.pipeline.run_tags import (
     source_days_before_tag,
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
+from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.grain import Grain
@@ -68,35 +69,82 @@ class BackfillRequest:
         return self.grain.keys_between(*self.instants)
 
     @property
+    def streams(self) -> tuple[StreamSpec, ...]:
+        return self.sources or (self.stream,)
+
+    @property
+    def mixed(self) -> bool:
+        """Whether a source's partitions are not the dataset's (its hours under the dataset's days)."""
+        return any(s.grain != self.grain for s in self.streams)
+
+    @property
     def days_before(self) -> dict[str, list[str]]:
-        """Per source whose lookback reaches before the range: those partitions (from the stream's first)."""
-        streams = {s.name: s for s in self.sources or (self.stream,)}
+        """Per source of the dataset's grain whose lookback reaches before the range: those partitions
+        (from the stream's first). A source of another grain has them in its own run (`source_keys`)."""
+        streams = {s.name: s for s in self.streams}
         grain, start = self.grain, self.instants[0]
         before = {}
         for source in self.dataset.inputs:
-            first = grain.key(midnight(streams[source.stream].first_partition))
-            back = source.partitions_back(grain)
-            keys = [grain.key(start - n * grain.length) for n in range(back, 0, -1)]
+            stream = streams[source.stream]
+            if stream.grain != grain:
+                continue
+            first = grain.key(midnight(stream.first_partition))
+            keys = [grain.key(start - n * grain.length) for n in range(source.partitions_back(grain), 0, -1)]
             if keys := [k for k in keys if k >= first]:
                 before[source.stream] = keys
         return before
 
+    def source_keys(self, stream: StreamSpec) -> list[str]:
+        """The partitions of a source the range reads, lookback included (`shadow.inputs.source_days`)."""
+        source = next(i for i in self.dataset.inputs if i.stream == stream.name)
+        first = stream.grain.key(midnight(stream.first_partition))
+        read = source_days(self.days, source, self.grain, stream.grain)
+        return [key for key in read if key >= first]
+
     def asset_keys(self) -> list[AssetKey]:
-        events = [events_key(s) for s in self.sources or (self.stream,)]
-        keys = [*events, shadow_key(self.dataset, self.dataset.active_version)]
+        keys = [*(events_key(s) for s in self.streams), shadow_key(self.dataset, self.dataset.active_version)]
         return keys if self.dry_run else [*keys, production_key(self.dataset)]
 
-    def tags(self) -> dict[str, str]:
+    def runs(self) -> list[BackfillRun]:
+        """The Dagster runs of the backfill, in order: one; or, when a source's partitions are not the
+        dataset's, first one per such source over the partitions the range reads of it (its hours), then
+        the dataset's steps (with the sources of its grain) over the range."""
+        if not self.mixed:
+            return [BackfillRun(self.asset_keys(), self.tags(self.days))]
+        runs = [
+            BackfillRun([events_key(s)], self.tags(self.source_keys(s), with_days_before=False))
+            for s in self.streams
+            if s.grain != self.grain
+        ]
+        dataset_keys = [
+            k
+            for k in self.asset_keys()
+            if k not in {events_key(s) for s in self.streams if s.grain != self.grain}
+        ]
+        return [*runs, BackfillRun(dataset_keys, self.tags(self.days))]
+
+    def tags(self, keys: list[str] | None = None, with_days_before: bool = True) -> dict[str, str]:
+        """A run's tags: the range of `keys` (default: the range's own partitions), policy, reason,
+        ticket, and the days before the range that lookbacks read."""
+        keys = keys or self.days
         tags = {
-            "dagster/asset_partition_range_start": self.days[0],
-            "dagster/asset_partition_range_end": self.days[-1],
+            "dagster/asset_partition_range_start": keys[0],
+            "dagster/asset_partition_range_end": keys[-1],
             PROMOTION_POLICY_TAG: self.policy,
         }
-        if self.days_before:
+        if self.days_before and with_days_before:
             counts = {stream: len(days) for stream, days in self.days_before.items()}
             tags[SOURCE_DAYS_BEFORE_TAG] = source_days_before_tag(counts)
         tags |= {REASON_TAG: self.reason} if self.reason else {}
         return tags | ({TICKET_TAG: self.ticket} if self.ticket else {})
+
+
+@dataclass(frozen=True)
+class BackfillRun:
+    """One Dagster run of a backfill: its assets and its tags (the partition range among them)."""
+
+    asset_keys: list[AssetKey]
+    tags: dict[str, str]
 
 
 @dataclass(frozen=True)

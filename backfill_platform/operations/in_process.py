@@ -19,7 +19,7 @@ from dagster import DagsterInstance, execute_job
 
 from backfill_platform.components.registry import find_project, importable
 from backfill_platform.dagster_internals import ReconstructableRepository
-from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest
+from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest, BackfillRun
 from backfill_platform.operations.progress import StepProgress, StepWatcher
 from backfill_platform.operations.read_back import events_in_log, read_back
 
@@ -29,30 +29,46 @@ def run_backfill(
     instance: DagsterInstance,
     on_step: Callable[[StepProgress], None] | None = None,
 ) -> BackfillOutcome:
-    """Run the request's assets for its range as one run of the location's asset job; read it back."""
+    """Run the request's assets for its range as runs of the location's asset job (one, or a source's
+    hours first when the dataset's days are rolled up from them: `BackfillRequest.runs`); read them back.
+    A run that fails ends the backfill: the runs after it would only refuse on its partitions."""
     if not request.days:
         raise ValueError(f"empty range: --start {request.start} must be before --end {request.end}")
-    keys = request.asset_keys()
     project = find_project()
     importable(project)
     repository = ReconstructableRepository.for_module(project.definitions_module, "defs", str(project.root))
-    job = repository.get_definition().get_implicit_job_def_for_assets(keys)
-    if job is None:
-        raise ValueError(f"no asset job holds {', '.join(k.to_user_string() for k in keys)}")
     run_config = {"loggers": {"console": {"config": {"log_level": request.log_level}}}}
-    watcher = StepWatcher(instance, request.tags(), on_step) if on_step else None
+    run_ids, success = [], True
+    for planned in request.runs():
+        job = repository.get_definition().get_implicit_job_def_for_assets(planned.asset_keys)
+        if job is None:
+            raise ValueError(
+                f"no asset job holds {', '.join(k.to_user_string() for k in planned.asset_keys)}"
+            )
+        run_id, success = _execute(repository, job.name, planned, run_config, instance, on_step)
+        run_ids.append(run_id)
+        if not success:
+            break
+    events = [events_in_log(instance, run_id) for run_id in run_ids]
+    return read_back(request, events, run_ids[-1], success, run_ids=tuple(run_ids))
+
+
+def _execute(
+    repository, job_name: str, planned: BackfillRun, run_config: dict, instance, on_step
+) -> tuple[str, bool]:
+    """One run of `planned` in this process, its steps shown as they end; (run id, success)."""
+    watcher = StepWatcher(instance, planned.tags, on_step) if on_step else None
     if watcher:
         watcher.start()
     try:
         with execute_job(
-            repository.get_reconstructable_job(job.name),
+            repository.get_reconstructable_job(job_name),
             instance=instance,
             run_config=run_config,
-            tags=request.tags(),
-            asset_selection=keys,
+            tags=planned.tags,
+            asset_selection=planned.asset_keys,
         ) as result:
-            run_id, success = result.run_id, result.success
+            return result.run_id, result.success
     finally:
         if watcher:
             watcher.stop()
-    return read_back(request, [events_in_log(instance, run_id)], run_id, success)

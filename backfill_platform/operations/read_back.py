@@ -19,7 +19,8 @@ from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest, DayProblem
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.graphql import METADATA_ENTRIES, GraphQLClient, SubmitError, metadata_values
-from backfill_platform.operations.ledger_view import in_production, ingestion_rows, latest, ledger_rows
+from backfill_platform.operations.ledger_view import Row, in_production, ingestion_rows, latest, ledger_rows
+from backfill_platform.pipeline.shadow.inputs import source_days
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,7 @@ def read_back(
         problems=sorted(problems, key=lambda p: (p.day, p.asset, p.check)),
         step_failures=[f for run in runs for f in run.step_failures] + list(failures),
         validations={d: r for d, r in validations.items() if d in days},
-        ingestions={
-            d: r for d, r in latest(ingestion_rows(catalog, request.stream.name)).items() if d in days
-        },
+        ingestions=_ingestions_per_partition(request, latest(ingestion_rows(catalog, request.stream.name))),
         production={d: r for d, r in in_production(rows).items() if d in days},
         run_ids=run_ids,
         backfill_id=backfill_id,
@@ -91,6 +90,39 @@ def read_back(
             if day in days
         },
     )
+
+
+# The figures a rolled-up row sums over its source partitions (the others are the same for all of them).
+SUMMED = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
+
+
+def _ingestions_per_partition(request: BackfillRequest, latest_rows: dict[str, Row]) -> dict[str, Row]:
+    """The primary stream's latest figures per partition of the range; for a dataset whose days are rolled
+    up from the stream's hours, each day's are its hours' summed (checks passed when every hour's did, the
+    failed checks named with their hours). Partitions never ingested are left out."""
+    if request.stream.grain == request.grain:
+        return {d: r for d, r in latest_rows.items() if d in set(request.days)}
+    source = next(i for i in request.dataset.inputs if i.stream == request.stream.name)
+    rolled = {}
+    for day in request.days:
+        rows = [
+            latest_rows[k]
+            for k in source_days([day], source, request.grain, request.stream.grain)
+            if k in latest_rows
+        ]
+        if not rows:
+            continue
+        failed = [
+            f"{row['partition_key']}: {row['failed_checks']}" for row in rows if not row["checks_passed"]
+        ]
+        rolled[day] = {
+            **rows[0],
+            **{name: sum(row[name] or 0 for row in rows) for name in SUMMED},
+            "checks_passed": not failed,
+            "failed_checks": "; ".join(failed) or None,
+            "partition_key": day,
+        }
+    return rolled
 
 
 # ---- from the Dagster instance's event log (a run of this process) ----

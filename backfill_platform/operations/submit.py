@@ -69,14 +69,26 @@ query Backfill($backfillId: String!) {
 def launch_backfill(
     client: GraphQLClient,
     asset_paths: list[list[str]],
-    partitions: list[str],
+    partitions: list[str] | dict[tuple[str, ...], tuple[str, str]],
     title: str,
     tags: dict[str, str] | None = None,
 ) -> str:
-    """Launch an asset backfill of `partitions` (as the UI does); its id."""
+    """Launch an asset backfill of `partitions` (as the UI does); its id. `partitions` may instead give
+    each asset's own range (`{path: (first, last)}`): assets of different partitions (a source's hours
+    under a dataset's days) in one backfill, whose daemon runs them in dependency order."""
+    selection = (
+        {"partitionNames": partitions}
+        if isinstance(partitions, list)
+        else {
+            "partitionsByAssets": [
+                {"assetKey": {"path": path}, "partitions": {"range": {"start": first, "end": last}}}
+                for path, (first, last) in partitions.items()
+            ]
+        }
+    )
     params = {
         "assetSelection": [{"path": path} for path in asset_paths],
-        "partitionNames": partitions,
+        **selection,
         "tags": [{"key": k, "value": v} for k, v in (tags or {}).items()],
         "title": title,
     }
@@ -169,6 +181,28 @@ def progress_of(backfill: dict) -> BackfillProgress:
     )
 
 
+def _partitions(request: BackfillRequest) -> list[str] | dict[tuple[str, ...], tuple[str, str]]:
+    """What the backfill selects: the range's partitions for every asset, or each asset's own range when
+    a source's partitions are not the dataset's. Dagster's daemon maps those across one time zone only."""
+    if not request.mixed:
+        return request.days
+    zones = {request.grain.zone, *(s.grain.zone for s in request.streams)}
+    if len(zones) > 1:
+        raise SubmitError(
+            f"{request.dataset.name}'s days are days of {request.grain.zone}, its sources' partitions UTC: "
+            "Dagster's backfill daemon cannot map one to the other (it refuses two time zones). Run the "
+            "backfill in this process instead (without --instance); it maps them exactly."
+        )
+    ranges = {}
+    for run in request.runs():
+        keys = [
+            run.tags["dagster/asset_partition_range_start"],
+            run.tags["dagster/asset_partition_range_end"],
+        ]
+        ranges |= {tuple(key.path): (keys[0], keys[1]) for key in run.asset_keys}
+    return ranges
+
+
 def submit_backfill(
     request: BackfillRequest,
     url: str,
@@ -194,7 +228,7 @@ def submit_backfill(
     what = "dry run" if request.dry_run else "backfill"
     keys = request.days
     title = f"{request.dataset.name} {request.dataset.active_version} {what} {keys[0]}…{keys[-1]}"
-    backfill_id = launch_backfill(client, paths, keys, title=title, tags=tags)
+    backfill_id = launch_backfill(client, paths, _partitions(request), title=title, tags=tags)
     seen: list[BackfillProgress] = []
 
     def polled(state: dict) -> None:

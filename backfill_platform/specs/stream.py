@@ -142,21 +142,25 @@ class StreamSpec(SpecModel):
         ge=0,
         le=1,
         description=(
-            "Blocking bound on the share of quarantined records per day (`quarantine_ratio` check); a day "
-            "passes when this or `max_quarantined_per_day` holds."
+            "Blocking bound on the share of quarantined records per partition, day or hour "
+            "(`quarantine_ratio` check); a partition passes when this or `max_quarantined_per_day` holds."
         ),
     )
     max_quarantined_per_day: int = Field(
         default=0,
         ge=0,
         description=(
-            "Absolute floor of the `quarantine_ratio` check: a day with at most this many quarantined "
-            "records passes whatever its ratio, so one bad line does not block a small day while a large "
-            "day is still held to the ratio."
+            "Absolute floor of the `quarantine_ratio` check: a partition (a day, or an hour of an hourly "
+            "stream) with at most this many quarantined records passes whatever its ratio, so one bad line "
+            "does not block a small day or a quiet hour while a large one is still held to the ratio."
         ),
     )
     allow_empty_partitions: bool = Field(
-        default=False, description="A day without any archive record is normal (otherwise it fails a check)."
+        default=False,
+        description=(
+            "A partition (a day, or an hour of an hourly stream) without any archive record is normal "
+            "(otherwise it fails the `records_present` check)."
+        ),
     )
     allow_empty_hours: bool = Field(
         default=False,

@@ -1,8 +1,10 @@
-"""`backfill-platform backfill` of an hourly dataset, in process through click's CliRunner.
+"""`backfill-platform backfill` over an hourly stream, in process through click's CliRunner.
 
 A deploy was wrong from 18:10 to 19:40: the engineer names those times, and the command re-derives and
 promotes exactly the hours they touch (18:00 and 19:00), reports them hour by hour from the ledger, and
 `status` lists them; production holds those hours and no other, each equal to the generator's truth.
+A daily New York dataset over the same hours is backfilled by day: the hours its days read first, then its
+days, each reported with its hours' figures summed and equal to an independent computation.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -18,11 +21,18 @@ from backfill_platform import settings
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke, table_row
-from backfill_platform_tests.support.datasets import LEDGER, hourly_dataset_data, production
+from backfill_platform_tests.support.datasets import (
+    INGESTIONS,
+    LEDGER,
+    hourly_dataset_data,
+    lake_table,
+    local_daily_data,
+    production,
+)
 from backfill_platform_tests.support.session import D2
 from backfill_platform_tests.support.specs import write_spec
 
-STREAM, DATASET = "playback_cli_hourly", "views_cli_hourly"
+STREAM, DATASET, NEW_YORK_DATASET = "playback_cli_hourly", "views_cli_hourly", "plays_cli_new_york"
 HOURS = ["2026-10-02-18:00", "2026-10-02-19:00"]
 PRODUCTION = production(DATASET).table
 
@@ -35,11 +45,13 @@ def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     if not archive.exists():
         shutil.copytree(data_dir / "archive" / "playback", archive)
     stream = builtin_spec_data("playback")
-    stream.update(name=STREAM, partition_grain="hour")
+    # About 80 events an hour: one quarantined line is over 1 %, so the ratio has the floor hours need.
+    stream.update(name=STREAM, partition_grain="hour", max_quarantined_per_day=3)
     stream["archive"]["location"] = f"archive/{STREAM}"
     specs = tmp_path_factory.mktemp("cli_hourly_specs")
     write_spec(specs, STREAM, stream)
     write_spec(specs, DATASET, hourly_dataset_data("v1", STREAM, DATASET))
+    write_spec(specs, NEW_YORK_DATASET, local_daily_data(NEW_YORK_DATASET, STREAM, "America/New_York"))
     home = tmp_path_factory.mktemp("cli_hourly_dagster_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
@@ -77,3 +89,29 @@ def test_status_lists_the_promoted_hours(hourly_backfill):
     assert result.exit_code == 0
     for hour in HOURS:
         assert "promoted" in table_row(result.output, hour)
+
+
+def test_a_new_york_daily_dataset_is_backfilled_from_the_hours_its_days_read(cli_env, spark):
+    days = ["2026-10-02", "2026-10-03"]
+    result = invoke("backfill", "--dataset", NEW_YORK_DATASET, "--start", days[0], "--end", "2026-10-04")
+    assert result.exit_code == 0, result.output
+    assert "promoted 2 day(s)" in result.output
+    # Each day's row sums its 24 New York hours (04:00 to 04:00 UTC in October) as ingested.
+    ingested = spark.table(INGESTIONS).where(F.col("stream") == STREAM).toPandas()
+    ingested["start"] = pd.to_datetime(ingested["partition_key"], format="%Y-%m-%d-%H:%M", utc=True)
+    ingested["day"] = ingested["start"].dt.tz_convert("America/New_York").dt.date.astype(str)
+    latest = ingested.sort_values("recorded_at").groupby("partition_key").last()
+    for day in days:
+        hours = latest[latest["day"] == day]
+        assert len(hours) == 24
+        cells = table_row(result.output, day)
+        assert cells[1] == f"{int(hours['records'].sum()):,}" and cells[6] == "passed", cells
+    rows = spark.table(production(NEW_YORK_DATASET).table).toPandas()
+    events = (
+        spark.table(lake_table("raw", f"{STREAM}_events")).where(F.col("event_type") == "start").toPandas()
+    )
+    local = pd.to_datetime(events["event_time"]).dt.tz_localize("UTC").dt.tz_convert("America/New_York")
+    expected = events.assign(day=local.dt.date.astype(str)).query("day in @days").groupby("day").size()
+    assert rows.assign(day=rows["event_date"].astype(str)).groupby("day")["plays"].sum().to_dict() == (
+        expected.to_dict()
+    )

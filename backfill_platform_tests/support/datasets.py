@@ -77,6 +77,30 @@ def hourly_dataset_data(
     }
 
 
+# Plays per title and day of a time zone, by zone.
+DAY_TRANSFORMS = {
+    "UTC": "backfill_platform_tests.daily_transforms:daily_plays",
+    "America/New_York": f"{HOURLY_TRANSFORMS}:new_york_plays",
+    "Europe/Berlin": f"{HOURLY_TRANSFORMS}:berlin_plays",
+}
+
+
+def local_daily_data(name: str, stream: str, zone: str) -> dict:
+    """A daily dataset over `stream` of the days of `zone`: plays and watch seconds per title and day
+    (`daily_plays` for UTC, `hourly_transforms` for New York and Berlin), validated per day."""
+    return {
+        "kind": "dataset", "name": name, "source_stream": stream, "partition_timezone": zone,
+        "partition_column": "event_date", "bucket": "day", "key_columns": ["event_date", "title_id"],
+        "columns": {"event_date": "date", "title_id": "string", "plays": "long", "watch_seconds": "long"},
+        "versions": {"v1": {"transform": DAY_TRANSFORMS[zone]}}, "active_version": "v1",
+        "expected_rows": {"filter": "event_type IN ('start', 'stop')", "expression": "count(DISTINCT title_id)"},
+        "reconciliation": [
+            {"column": "plays", "filter": "event_type = 'start'", "expression": "count(1)"},
+            {"column": "watch_seconds", "filter": "event_type = 'stop'", "expression": "sum(position_sec)"},
+        ],
+    }  # fmt: skip
+
+
 def lake_table(namespace: str, name: str) -> str:
     """A table as the tests' Spark sessions name it: their catalog has the platform's default name."""
     return f"{settings.DEFAULT_CATALOG_NAME}.{namespace}.{name}"

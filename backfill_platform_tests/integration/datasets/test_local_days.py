@@ -25,13 +25,10 @@ from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.datasets import LEDGER, promotion_chain
+from backfill_platform_tests.support.datasets import LEDGER, local_daily_data, promotion_chain
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 NEW_YORK, BERLIN = "America/New_York", "Europe/Berlin"
-TRANSFORMS = {"UTC": "backfill_platform_tests.daily_transforms:daily_plays",
-              NEW_YORK: "backfill_platform_tests.hourly_transforms:new_york_plays",
-              BERLIN: "backfill_platform_tests.hourly_transforms:berlin_plays"}  # fmt: skip
 # (archive's first day, days generated, the zone, its local days validated, (day, hours) of its DST day)
 CASES = {
     "new-york-spring": (date(2026, 3, 7), 3, NEW_YORK, ["2026-03-07", "2026-03-08"], ("2026-03-08", 23)),
@@ -42,21 +39,6 @@ CASES = {
     "autumn-utc": (date(2026, 10, 24), 10, "UTC", ["2026-10-31", "2026-11-01"], ("2026-11-01", 24)),
 }
 _generated: set[str] = set()
-
-
-def daily_data(name: str, stream: str, zone: str) -> dict:
-    """Plays and watch seconds per title and day of `zone` (`daily_plays` for UTC), validated per day."""
-    return {
-        "kind": "dataset", "name": name, "source_stream": stream, "partition_timezone": zone,
-        "partition_column": "event_date", "bucket": "day", "key_columns": ["event_date", "title_id"],
-        "columns": {"event_date": "date", "title_id": "string", "plays": "long", "watch_seconds": "long"},
-        "versions": {"v1": {"transform": TRANSFORMS[zone]}}, "active_version": "v1",
-        "expected_rows": {"filter": "event_type IN ('start', 'stop')", "expression": "count(DISTINCT title_id)"},
-        "reconciliation": [
-            {"column": "plays", "filter": "event_type = 'start'", "expression": "count(1)"},
-            {"column": "watch_seconds", "filter": "event_type = 'stop'", "expression": "sum(position_sec)"},
-        ],
-    }  # fmt: skip
 
 
 def hourly_stream(playback: StreamSpec, data_dir, first: date, days: int) -> StreamSpec:
@@ -104,7 +86,7 @@ def test_a_daily_dataset_of_a_zone_equals_its_local_days_of_hourly_events(
     first, days, zone, local_days, (dst_day, hours) = case
     stream = hourly_stream(playback, data_dir, first, days)
     name = f"plays_{zone.split('/')[-1].lower()}_{first:%m%d}"
-    spec = DatasetSpec.model_validate(daily_data(name, stream.name, zone))
+    spec = DatasetSpec.model_validate(local_daily_data(name, stream.name, zone))
     grain = Grain("day", zone)
     assert spec.grain == grain and dataset_partitions(spec, stream).timezone == zone
     start, end = grain.bounds(dst_day)
