@@ -6,13 +6,27 @@ from pathlib import Path
 
 import click
 
-from backfill_platform.cli.app import day_range, main, quiet_dagster, refusals, wide_console
+from backfill_platform.cli.app import (
+    RANGE_FORMATS,
+    main,
+    partition_range,
+    quiet_dagster,
+    refusals,
+    wide_console,
+)
 
 
 @main.command("replay")
 @click.option("--stream", required=True, help="Stream whose validated events are replayed.")
-@click.option("--start", type=click.DateTime(["%Y-%m-%d"]), required=True, help="First event day (UTC).")
-@click.option("--end", type=click.DateTime(["%Y-%m-%d"]), required=True, help="Day after the last one.")
+@click.option(
+    "--start",
+    type=click.DateTime(RANGE_FORMATS),
+    required=True,
+    help="First event day (UTC), or hour (2026-10-01T14:00) of an hourly stream.",
+)
+@click.option(
+    "--end", type=click.DateTime(RANGE_FORMATS), required=True, help="Day (hour) after the last one."
+)
 @click.option("--to-kinesis", "kinesis", help="Backfill Kinesis stream (declared in the stream spec).")
 @click.option("--to-kafka", "kafka", help="Backfill Kafka topic (declared in the stream spec).")
 @click.option(
@@ -87,13 +101,13 @@ def replay_command(
     target = kafka or kinesis
     rate = max_records_per_second or (20_000 if kafka else 500)
     quiet_dagster()
-    first, after = day_range(start, end)
     streams = project_specs().streams
     if stream not in streams:
         raise click.BadParameter(
             f"unknown stream {stream!r} in the project at {find_project().root}; known: {sorted(streams)}",
             param_hint="--stream",
         )
+    first, after = partition_range(start, end, streams[stream].grain)
     request = ReplayRequest(streams[stream], first, after, target, rate, checkpoint, sink=sink)
     # The target is judged before a client exists: a replay to the live stream is refused as such even
     # where no AWS region or credentials are configured (run_replay checks it again).

@@ -159,7 +159,8 @@ def build_plan(
             f"empty range: --start {option_text(grain, first)} must be before --end "
             f"{option_text(grain, after)} (exclusive)"
         )
-    keys = grain.keys_between(min(bound(grain, read_from or first), first), after)
+    # Floored: a New York day starts inside a UTC day, which it reads.
+    keys = grain.keys_between(grain.floor(min(bound(grain, read_from or first), first)), after)
     archive = archive_for(stream)
     files = list_files(archive, *read_window(stream, *grain.bounds(keys[0], keys[-1])))
     counted, unreadable = count_files(stream, files, on_file)
@@ -167,7 +168,7 @@ def build_plan(
     held = {f.name: counted[f.name] - (f.name in unreadable) for f in files}
     status = completeness(stream, files, keys, settings.now(), held, edges=topic_edges_lookup(stream))
     catalog = open_catalog()
-    production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
+    production = {d: in_production(ledger_rows(catalog, d.name)) for d in datasets}
     ingestions = ingestion_rows(catalog, stream.name)
     latest_ingestion = latest(ingestions)
     by_hour: dict[datetime, list[ArchiveFile]] = {}
@@ -188,7 +189,10 @@ def build_plan(
                 settles_at=status[key].horizon,
                 offset_gaps=status[key].gaps,
                 proof=status[key].proof,
-                production={name: rows.get(key) for name, rows in production.items()},
+                # The dataset's partition holding this one (a day of its hours).
+                production={
+                    d.name: rows.get(d.grain.key(grain.start(key))) for d, rows in production.items()
+                },
                 lookback_only=grain.start(key) < first,
                 ingestion=latest_ingestion.get(key),
             )

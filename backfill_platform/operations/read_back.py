@@ -20,7 +20,6 @@ from backfill_platform.operations.backfill import BackfillOutcome, BackfillReque
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.graphql import METADATA_ENTRIES, GraphQLClient, SubmitError, metadata_values
 from backfill_platform.operations.ledger_view import Row, in_production, ingestion_rows, latest, ledger_rows
-from backfill_platform.pipeline.shadow.inputs import source_days
 
 
 @dataclass(frozen=True)
@@ -98,23 +97,26 @@ SUMMED = ("archive_files", "records", "written", "duplicates", "quarantined", "l
 
 def _ingestions_per_partition(request: BackfillRequest, latest_rows: dict[str, Row]) -> dict[str, Row]:
     """The primary stream's latest figures per partition of the range; for a dataset whose days are rolled
-    up from the stream's hours, each day's are its hours' summed (checks passed when every hour's did, the
-    failed checks named with their hours). Partitions never ingested are left out."""
-    if request.stream.grain == request.grain:
-        return {d: r for d, r in latest_rows.items() if d in set(request.days)}
-    source = next(i for i in request.dataset.inputs if i.stream == request.stream.name)
+    up from the stream's hours, each day's are its own hours' summed (not a lookback's), checks passed
+    when every hour's did and all were ingested (else the failed or missing hours are named). Partitions
+    never ingested are left out."""
+    days = set(request.days)
+    stream = request.stream
+    if stream.grain == request.grain:
+        return {d: r for d, r in latest_rows.items() if d in days}
     rolled = {}
     for day in request.days:
-        rows = [
-            latest_rows[k]
-            for k in source_days([day], source, request.grain, request.stream.grain)
-            if k in latest_rows
-        ]
+        hours = stream.grain.keys_between(*request.grain.bounds(day))
+        rows = [latest_rows[k] for k in hours if k in latest_rows]
         if not rows:
             continue
         failed = [
             f"{row['partition_key']}: {row['failed_checks']}" for row in rows if not row["checks_passed"]
         ]
+        if len(rows) < len(hours):
+            failed.append(
+                f"{len(hours) - len(rows)} of its {len(hours)} {stream.grain.plural} never ingested"
+            )
         rolled[day] = {
             **rows[0],
             **{name: sum(row[name] or 0 for row in rows) for name in SUMMED},

@@ -16,6 +16,7 @@ process died between a production commit and its ledger write.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rich.table import Table
@@ -34,6 +35,8 @@ from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import Grain
+from backfill_platform.specs.stream import StreamSpec
 
 STATE_STYLE = {"stale": "yellow", "blocked": "red", "provisional": "cyan", "promoted": "green"}
 
@@ -83,39 +86,51 @@ def partition_state(
     return ("ingested", f"events run {ingestion['run_id']}") if ingestion else ("-", "nothing recorded")
 
 
-def dataset_status(catalog, spec: DatasetSpec) -> list[PartitionStatus]:
+def dataset_status(
+    catalog, spec: DatasetSpec, stream_grains: Mapping[str, Grain] | None = None
+) -> list[PartitionStatus]:
     """Every partition the ledger knows for the dataset (its stream's events ingested, validated, adopted
-    or promoted), in order."""
+    or promoted), in order. `stream_grains`: each source's grain (default: the project's streams')."""
+    grains = stream_grains or _stream_grains(spec)
     rows = ledger_rows(catalog, spec.name)
     version = spec.active_version
     validations = latest(rows, lambda r: r["version"] == version and not r["adopted"])
     production = in_production(rows)
     by_stream = {name: latest(ingestion_rows(catalog, name)) for name in spec.stream_names}
-    ingestions = by_stream[spec.primary_stream]
-    joined = len(spec.inputs) > 1 or bool(spec.inputs[0].lookback)
+    # A source of another grain (the hours of a day) is judged partition by partition, as a join's.
+    rolled_up = any(grain != spec.grain for grain in grains.values())
+    ingestions = {} if rolled_up else by_stream[spec.primary_stream]
+    joined = len(spec.inputs) > 1 or bool(spec.inputs[0].lookback) or rolled_up
     statuses = []
     for key in sorted(set(validations) | set(production) | set(ingestions)):
         validation = validations.get(key)
-        inputs = join_inputs_state(spec, validation, by_stream, key)
+        inputs = join_inputs_state(spec, validation, by_stream, key, grains)
         state, detail = partition_state(validation, production.get(key), ingestions.get(key), inputs, joined)
         statuses.append(PartitionStatus(spec.name, key, state, production.get(key), validation, detail))
     return statuses
 
 
 def join_inputs_state(
-    spec: DatasetSpec, validation: Row | None, ingestions: dict[str, dict[str, Row]], key: str
+    spec: DatasetSpec,
+    validation: Row | None,
+    ingestions: dict[str, dict[str, Row]],
+    key: str,
+    grains: Mapping[str, Grain],
 ) -> tuple[str, str] | None:
-    """Stale or blocked for a partition that reads several sources or a lookback (None otherwise, or when
-    every source partition it reads is fine). `ingestions`: each stream's latest rows by partition key.
+    """Stale or blocked for a partition that reads several sources, a lookback or a source of another
+    grain (None otherwise, or when every source partition it reads is fine). `ingestions`: each stream's
+    latest rows by partition key; `grains`: each stream's grain.
 
-    A source read without lookback is compared by fingerprint with what the validation recorded for it
-    (`inputs`); a lookback reads part of another partition, which no ingestion fingerprint covers, so
-    such a source partition is stale when it was ingested after the validation."""
-    if len(spec.inputs) == 1 and not spec.inputs[0].lookback:
+    A source read without lookback, of the dataset's grain, is compared by fingerprint with what the
+    validation recorded for it (`inputs`); a lookback reads part of another partition, and a day reads
+    several hours, which no one ingestion fingerprint covers, so such a source partition is stale when it
+    was ingested after the validation."""
+    if len(spec.inputs) == 1 and not spec.inputs[0].lookback and grains[spec.primary_stream] == spec.grain:
         return None
     recorded = DayInputs.parse(validation.get("inputs")) if validation is not None else None
     for source in spec.inputs:
-        for read_day in source_days([key], source):
+        same_grain = grains[source.stream] == spec.grain
+        for read_day in source_days([key], source, spec.grain, grains[source.stream]):
             ingestion = ingestions[source.stream].get(read_day)
             if ingestion is None:
                 continue
@@ -127,7 +142,7 @@ def join_inputs_state(
                 )
             if validation is None:
                 continue
-            if recorded is not None and not source.lookback:
+            if recorded is not None and not source.lookback and same_grain:
                 changed = recorded.per_source.get(source.stream) != Fingerprint.recorded(ingestion, "events")
             else:
                 changed = ingestion["recorded_at"] > validation["recorded_at"]
@@ -140,8 +155,24 @@ def join_inputs_state(
 
 
 def status(datasets: list[DatasetSpec]) -> list[PartitionStatus]:
-    catalog = open_catalog()
-    return [s for spec in datasets for s in dataset_status(catalog, spec)]
+    catalog, streams = open_catalog(), _project_streams()
+    return [
+        s
+        for spec in datasets
+        for s in dataset_status(catalog, spec, {name: streams[name].grain for name in spec.stream_names})
+    ]
+
+
+def _project_streams() -> Mapping[str, StreamSpec]:
+    from backfill_platform.components.registry import project_specs
+
+    return project_specs().streams
+
+
+def _stream_grains(spec: DatasetSpec) -> dict[str, Grain]:
+    """The grain of each stream the dataset reads, from the project's specs."""
+    streams = _project_streams()
+    return {name: streams[name].grain for name in spec.stream_names}
 
 
 def status_table(statuses: list[PartitionStatus]) -> Table:

@@ -48,7 +48,7 @@ from backfill_platform.lakehouse.resources import catalog_from_env
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.orchestration.runs.catalog_lock import lock_path_for
 from backfill_platform.orchestration.runs.workers import WORKER_TAG, RunWorker
-from backfill_platform.pipeline.ledger.commits import DAYS
+from backfill_platform.pipeline.ledger.commits import DAYS, parse_day_list
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform_tests.support.lakehouse import catalog_of, own_data_dir
 from backfill_platform_tests.support.processes import kill, wait_until
@@ -347,7 +347,8 @@ def test_production_never_showed_a_partial_range(chain):
     snapshots = production_snapshots(chain["lakehouse"])
     assert snapshots  # the killed run (c) and the repairing run promoted
     for snapshot in snapshots:
-        assert snapshot.summary[DAYS] == ",".join(RANGE), snapshot
+        assert snapshot.summary[DAYS] == "2026-10-01..2026-10-03", snapshot  # three days, one range
+        assert parse_day_list(snapshot.summary[DAYS]) == RANGE
 
 
 def test_after_the_repair_everything_equals_a_clean_run(chain, overlapping):

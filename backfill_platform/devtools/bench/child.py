@@ -23,7 +23,22 @@ EVENTS = ("raw", "playback_events")
 PLATFORM_ASSETS = {
     "events": [EVENTS],
     "backfill": [EVENTS, ("shadow", "views_per_title__v2"), ("prod", "views_per_title_production")],
+    # The same archive's events by UTC hour (`playback_hourly`): 24 partitions a day instead of one.
+    "events_hourly": [("raw", "playback_hourly_events")],
 }
+
+
+def _range_tags(variant: str, start: datetime, end: datetime) -> dict[str, str]:
+    """The run's partition range: its days, or its hours for the hourly variant."""
+    from backfill_platform.devtools.demo.story import range_tags
+
+    if variant.endswith("_hourly"):
+        last = end - timedelta(hours=1)
+        return {
+            "dagster/asset_partition_range_start": f"{start:%Y-%m-%d-%H}:00",
+            "dagster/asset_partition_range_end": f"{last:%Y-%m-%d-%H}:00",
+        }
+    return range_tags(start.date(), (end - DAY).date())
 
 
 def _spark_resource(event_log: Path):
@@ -116,7 +131,7 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
     result = materialize(
         assets,
         resources={"spark": spark},
-        tags=range_tags(start.date(), (end - DAY).date()),
+        tags=_range_tags(spec["variant"], start, end),
         run_config=quiet("ERROR"),
         instance=instance,
     )

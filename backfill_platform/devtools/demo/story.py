@@ -4,7 +4,8 @@
 in one run; 3. adopt what the old v1 pipeline left in production; 4. show v1's shadow failing its
 per-bucket checks; 5. backfill the week with v2 — events → shadow → checks → promotion in one run;
 6. report per day from the ledger; 7. the join of seed 003: plays attributed to impressions across
-midnight (`devtools/demo/attribution.py`).
+midnight (`devtools/demo/attribution.py`); 8. the archive by UTC hour, rolled up into New York days
+(`devtools/demo/hours.py`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from rich.table import Table
 from backfill_platform import settings
 from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.devtools.demo.attribution import attribution_story
+from backfill_platform.devtools.demo.hours import hours_story, new_york_days
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.devtools.generator.impressions import generate_impressions_archive
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
@@ -219,6 +221,7 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
     )
     day_keys = [(start + timedelta(days=i)).isoformat() for i in range(days)]
     attribution_story(console, run, spark, specs.datasets["attributed_plays"], archives, day_keys)
+    hours_story(console, dagster, specs, spark, truth, *new_york_days(start, days))
     console.print(
         f"\nundo the promotion: [bold].venv/bin/backfill-platform revert --dataset {views.name}[/bold]\n"
         f"audit trail:        .venv/bin/backfill-platform ledger --dataset {views.name}\n"

@@ -73,7 +73,11 @@ def build_archive_asset(
                 low, high = ArchiveReadWindowMapping.for_stream(spec).days_window(
                     min(removal.hours), max(removal.hours) + HOUR
                 )
-                days = f"the event days {low:%Y-%m-%d} to {high - DAY:%Y-%m-%d}, whose read windows hold these hours,"
+                grain = spec.grain
+                days = (
+                    f"the event {grain.plural} {grain.key(low)} to {grain.key(high - grain.length)}, whose read "
+                    "windows hold these hours,"
+                )
             context.log.warning(
                 f"{removal.describe(spec.archive.iceberg_table)}: not treated as new data; {days} keep what "
                 "they were built from until they are re-derived on purpose (a backfill of those days reads "

@@ -29,6 +29,7 @@ from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import value_key
 
 
 @dataclass
@@ -186,9 +187,10 @@ def recorded_now() -> datetime:
     return datetime.now(UTC)
 
 
-def partition_day(key: str) -> date:
-    """The ledger's `partition` of a partition key: the UTC day it starts on (a day's or an hour's key)."""
-    return date.fromisoformat(key[:10])
+def partition_day(key: str | date) -> date:
+    """The ledger's `partition` of a partition key: a day's own date (a time zone's day for a local-day
+    dataset), an hour's UTC day."""
+    return key if isinstance(key, date) else date.fromisoformat(key[:10])
 
 
 def key_of_row(record: dict) -> str:
@@ -200,7 +202,7 @@ def _latest_per_day(df: DataFrame, keys: list[str]) -> dict[str, dict]:
     """Each partition's latest row (`latest.latest_key`), by partition key. A partition has one row per
     run that covered it (a handful), so the rows are collected and picked here: one scan, no shuffle for
     a window."""
-    wanted = set(keys)
+    wanted = {value_key(key) for key in keys}  # a day may be given as a date
     days = sorted({partition_day(key) for key in wanted})
     latest: dict[str, dict] = {}
     for row in df.where(F.col("partition").isin(days)).collect():
@@ -213,13 +215,15 @@ def _latest_per_day(df: DataFrame, keys: list[str]) -> dict[str, dict]:
     return latest
 
 
-def latest_ingestions(spark: SparkSession, stream: str, days: list[str]) -> dict[str, dict]:
+def latest_ingestions(spark: SparkSession, stream: str, days: list[str] | list[date]) -> dict[str, dict]:
     """The most recent ingestion figures (and check verdicts) of each partition (by its key)."""
     ensure_ledger(spark)
     return _latest_per_day(spark.table(ingestions_table(spark)).where(F.col("stream") == stream), days)
 
 
-def latest_shadow_rows(spark: SparkSession, dataset: str, version: str, days: list[str]) -> dict[str, dict]:
+def latest_shadow_rows(
+    spark: SparkSession, dataset: str, version: str, days: list[str] | list[date]
+) -> dict[str, dict]:
     """The most recent validation of each partition of a dataset version (what promotion is gated on)."""
     ensure_ledger(spark)
     rows = spark.table(ledger_table(spark)).where(

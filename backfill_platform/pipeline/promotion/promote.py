@@ -64,7 +64,6 @@ from backfill_platform.pipeline.validation.buckets import (
 )
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.grain import DAILY
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -111,7 +110,7 @@ def promote(
     All or nothing unless `per_day`: then only the partitions passing the gate are replaced, the others
     are returned in `held_back`; PromotionRefused (production untouched) when no partition passes.
     """
-    interval = as_instants(start, end)
+    interval = as_instants(spec, start, end)
     reconcile_ledger(spark, spec)
     version = spec.active_version
     source = shadow_table(spark, spec, version)
@@ -181,11 +180,12 @@ def promote(
     )
 
 
-def as_instants(start: date | datetime, end: date | datetime) -> tuple[datetime, datetime]:
-    """A range given as days (dates: their UTC midnights) or as instants, as instants."""
+def as_instants(spec: DatasetSpec, start: date | datetime, end: date | datetime) -> tuple[datetime, datetime]:
+    """A range given as days (dates: the dataset's, a time zone's days for a local-day dataset) or as
+    instants, as instants."""
     if isinstance(start, datetime) and isinstance(end, datetime):
         return start, end
-    return DAILY.start(start), DAILY.start(end)
+    return spec.grain.start(start), spec.grain.start(end)
 
 
 def _snapshot_properties(

@@ -2,7 +2,6 @@
 
 import time
 from collections.abc import Callable
-from datetime import date
 
 from dagster import Config, Failure, MetadataValue, OpExecutionContext, Output, ResourceParam, job, op
 from pydantic import Field
@@ -25,9 +24,11 @@ DEFAULT_KAFKA_RECORDS_PER_SECOND = 20_000
 
 class ReplayRangeConfig(Config):
     stream: str = Field(description="Stream whose validated events are replayed, e.g. `playback`.")
-    start: str = Field(description="First event-time day replayed (UTC), `YYYY-MM-DD`.")
+    start: str = Field(
+        description="First event-time day replayed (UTC), `YYYY-MM-DD`; or hour, `YYYY-MM-DD-HH:00`, of an hourly stream."
+    )
     end: str = Field(
-        description="Day after the last one replayed (exclusive, as for backfills), `YYYY-MM-DD`."
+        description="Day (or hour) after the last one replayed (exclusive, as for backfills), a partition key."
     )
     max_failure_rate: float = Field(
         default=0.5,
@@ -45,10 +46,15 @@ class ReplayRangeConfig(Config):
         streams = streams.streams
         if self.stream not in streams:
             raise ValueError(f"unknown stream {self.stream!r}; known: {sorted(streams)}")
+        grain = streams[self.stream].grain
         try:
-            start, end = date.fromisoformat(self.start), date.fromisoformat(self.end)
+            start, end = grain.start(self.start), grain.start(self.end)
         except ValueError as error:
-            raise ValueError(f"start and end must be YYYY-MM-DD dates: {error}") from error
+            raise ValueError(
+                f"start and end must be partition keys of stream {self.stream}: {error}"
+            ) from error
+        if grain.unit == "day":
+            start, end = start.date(), end.date()
         return ReplayRequest(
             spec=streams[self.stream],
             start=start,

@@ -14,7 +14,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,8 +36,9 @@ class ReplayRefused(ValueError):
 @dataclass(frozen=True)
 class ReplayRequest:
     spec: StreamSpec
-    start: date
-    end: date  # exclusive: the day after the last one replayed
+    # Days (dates), or instants on the hour of an hourly stream; end exclusive: the day (hour) after the last.
+    start: date | datetime
+    end: date | datetime
     target: str
     max_records_per_second: int = DEFAULT_MAX_RECORDS_PER_SECOND
     checkpoint: Path | None = None
@@ -50,7 +51,7 @@ class ReplayRequest:
     def checkpoint_path(self) -> Path:
         if self.checkpoint is not None:
             return Path(self.checkpoint)
-        name = f"{self.target}_{self.start.isoformat()}_{self.end.isoformat()}.json"
+        name = f"{self.target}_{_label(self.start)}_{_label(self.end)}.json"
         return settings.data_dir() / "replay" / self.spec.name / name
 
     @property
@@ -227,3 +228,8 @@ def run_kafka_replay(
         run_id=run_id,
     )
     return replay(request, sink, catalog, on_start, on_batch)
+
+
+def _label(bound: date | datetime) -> str:
+    """A range bound in a file name: `2026-10-01`, or `2026-10-01T1400` for an hour (no `:` or `+`)."""
+    return bound.strftime("%Y-%m-%dT%H%M") if isinstance(bound, datetime) else bound.isoformat()

@@ -15,7 +15,8 @@ from typing import Any
 
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE
 from backfill_platform.specs.common import column_name
-from backfill_platform.specs.durations import HOUR, midnight
+from backfill_platform.specs.durations import HOUR
+from backfill_platform.specs.grain import DAILY
 from backfill_platform.specs.stream import StreamSpec
 
 ORDER = [("event_time", "ascending"), ("event_id", "ascending")]
@@ -52,8 +53,8 @@ class EventSource:
         self,
         catalog: Any,
         spec: StreamSpec,
-        start: date,
-        end: date,
+        start: date | datetime,
+        end: date | datetime,
         snapshot_id: int | None = None,
         slice_size: timedelta = HOUR,
     ) -> None:
@@ -95,7 +96,7 @@ class EventSource:
     def count(self) -> int:
         if self.snapshot_id is None:
             return 0
-        return self._scan(midnight(self.start), midnight(self.end)).count()
+        return self._scan(DAILY.start(self.start), DAILY.start(self.end)).count()
 
     def events(self, after: tuple[datetime, str] | None = None) -> Iterator[Event]:
         """Every event of the range in (event_time, event_id) order, or only those after `after`."""
@@ -103,7 +104,7 @@ class EventSource:
 
         if self.snapshot_id is None:
             return
-        low, end = midnight(self.start), midnight(self.end)
+        low, end = DAILY.start(self.start), DAILY.start(self.end)
         if after is not None:
             after_time, after_id = after
             # Skip the slices before the position without reading them.

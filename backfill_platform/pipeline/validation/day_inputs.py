@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import Grain
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,16 @@ class JudgedInputs:
     reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def own_days_ingestion(self, day: str) -> dict:
-        """The day's own ingestion figures of each source, summed (the ledger's archive figures)."""
-        rows = [self.ingestions[name].get(day) for name in self.spec.stream_names]
-        found = [r for r in rows if r]
+        """The day's own ingestion figures of each source, summed (the ledger's archive figures): those of
+        the source partitions inside it (the day itself, or the hours of a day rolled up from them; not a
+        lookback's)."""
+        start, end = self.spec.grain.bounds(day)
+        own = [
+            self.ingestions[stream].get(key)
+            for stream, key in self.reads.get(day, [(name, day) for name in self.spec.stream_names])
+            if start <= Grain.of_key(key).bounds(key)[0] and Grain.of_key(key).bounds(key)[1] <= end
+        ]
+        found = [r for r in own if r]
         keys = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
         if not found:
             return {}

@@ -50,11 +50,13 @@ import backfill_platform.pipeline.events.assets as events_assets
 from backfill_platform import faults, settings
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.devtools.generator.truth import compute_partitions, read_archive
+from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
-from backfill_platform.operations.status import status
+from backfill_platform.operations.status import dataset_status
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import DAILY
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
@@ -443,7 +445,7 @@ def test_production_equals_the_truth_of_the_archive_for_every_day(converged, spa
 def test_the_ledger_agrees_and_every_day_is_promoted(converged, spark):
     spec = build_dataset_spec()
     assert not reconcile_ledger(spark, spec).changed
-    states = {st.day.isoformat(): st.state for st in status([spec])}
+    states = {st.key: st.state for st in dataset_status(open_catalog(), spec, {STREAM: DAILY})}
     for i in range(DAYS):
         day = (D0 + timedelta(days=i)).isoformat()
         assert states.get(day) == "promoted", (day, states.get(day))

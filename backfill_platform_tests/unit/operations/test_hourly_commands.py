@@ -59,7 +59,7 @@ def test_status_of_an_hourly_dataset_has_a_row_per_hour(monkeypatch):
     ingestions = [ingestion("2026-10-01-14:00"), ingestion("2026-10-01-15:00"), ingestion("2026-10-01-16:00")]
     monkeypatch.setattr(status, "ledger_rows", lambda _catalog, _name: rows)
     monkeypatch.setattr(status, "ingestion_rows", lambda _catalog, _name: ingestions)
-    found = status.dataset_status(None, hourly_dataset())
+    found = status.dataset_status(None, hourly_dataset(), {"playback": HOURLY})  # the stream is hourly
     assert [(s.key, s.state) for s in found] == [
         ("2026-10-01-14:00", "promoted"),
         ("2026-10-01-15:00", "blocked"),

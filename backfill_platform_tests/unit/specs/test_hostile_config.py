@@ -120,6 +120,8 @@ def test_the_demo_spec_passes_the_shape_checks():
         "attributed_plays",
         "impressions",
         "playback",
+        "playback_hourly",
+        "plays_new_york",
         "views_per_title",
     ]
     assert yaml  # the same safe loader reads it
