@@ -168,7 +168,8 @@ def build_plan(
     held = {f.name: counted[f.name] - (f.name in unreadable) for f in files}
     status = completeness(stream, files, keys, settings.now(), held, edges=topic_edges_lookup(stream))
     catalog = open_catalog()
-    production = {d: in_production(ledger_rows(catalog, d.name)) for d in datasets}
+    production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
+    dataset_grains = {d.name: d.grain for d in datasets}
     ingestions = ingestion_rows(catalog, stream.name)
     latest_ingestion = latest(ingestions)
     by_hour: dict[datetime, list[ArchiveFile]] = {}
@@ -189,9 +190,10 @@ def build_plan(
                 settles_at=status[key].horizon,
                 offset_gaps=status[key].gaps,
                 proof=status[key].proof,
-                # The dataset's partition holding this one (a day of its hours).
+                # The dataset's partition holding this one (the day of an hour).
                 production={
-                    d.name: rows.get(d.grain.key(grain.start(key))) for d, rows in production.items()
+                    name: rows.get(dataset_grains[name].key(grain.start(key)))
+                    for name, rows in production.items()
                 },
                 lookback_only=grain.start(key) < first,
                 ingestion=latest_ingestion.get(key),

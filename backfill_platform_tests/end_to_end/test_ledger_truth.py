@@ -99,7 +99,10 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
     assert ledger(spark, spec.name).where(F.col("adopted")).count() == 0
 
     repaired = reconcile_ledger(spark, spec)
-    assert sorted(d for _, d, _ in repaired.inserted) == [D1, D2] and not repaired.updated
+    assert (
+        sorted(d for _, d, _ in repaired.inserted) == [D1.isoformat(), D2.isoformat()]
+        and not repaired.updated
+    )
     rows = ledger(spark, spec.name).where(F.col("adopted")).collect()
     production = partition_fingerprints(
         read_range(spark, production_table(spark, spec), spec, D1, D3, adopted), spec, [D1, D2]
@@ -241,7 +244,7 @@ def test_every_reader_takes_the_same_row_of_a_day_whose_runs_tie_on_recorded_at(
     assert len(rows) == 3 and len({r["recorded_at"] for r in rows}) == 1  # tied, as read back
 
     gate = latest_shadow_rows(spark, name, "v2", [D1])[D1.isoformat()]
-    status = latest(ledger_rows(open_catalog(), name))[D1]
+    status = latest(ledger_rows(open_catalog(), name))[D1.isoformat()]
     [report] = latest_per(ledger(spark, name), "partition").collect()
     assert gate["run_id"] == status["run_id"] == report["run_id"] == "run-b"
     assert gate["checks_passed"] is status["checks_passed"] is report["checks_passed"] is False

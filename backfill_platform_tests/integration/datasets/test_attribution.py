@@ -22,6 +22,7 @@ from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.grain import DAILY
 from backfill_platform_tests.support.datasets import TRANSFORMS, failed_checks, run
 from backfill_platform_tests.support.session import D1, D3, DAYS, START
 
@@ -175,7 +176,7 @@ def test_the_gate_refuses_the_join_days_whose_inputs_changed_in_one_source(
     for reason in promotion.held_back.values():
         assert "the events of impressions_gate changed since shadow v2 was validated" in reason, reason
     # `backfill-platform status` says the same, from the ledger alone.
-    states = {s.key: s for s in dataset_status(open_catalog(), spec)}
+    states = {s.key: s for s in dataset_status(open_catalog(), spec, dict.fromkeys(spec.stream_names, DAILY))}
     assert states[D1.isoformat()].state == "promoted"
     for day in (d2, D3):
         assert states[day.isoformat()].state == "stale"

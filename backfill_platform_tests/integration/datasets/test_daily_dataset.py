@@ -142,7 +142,7 @@ def test_daily_spec_has_no_hour_column_and_refuses_one(tmp_path: Path):
     path.write_text(yaml.safe_dump(hourly_without_column))
     with pytest.raises(SpecError, match=r"field 'bucket_column': .*required with bucket: hour"):
         load_spec_file(path)
-    with pytest.raises(SpecError, match=r"field 'bucket': .*'hour' or 'day'"):
+    with pytest.raises(SpecError, match=r"field 'bucket': .*'hour', 'day' or 'partition'"):
         path.write_text(yaml.safe_dump({**raw, "bucket": "week"}))
         load_spec_file(path)
 

@@ -36,6 +36,7 @@ from backfill_platform.pipeline.run_tags import (
     source_days_before_tag,
 )
 from backfill_platform.specs.durations import day_bounds
+from backfill_platform.specs.grain import DAILY
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
 from backfill_platform_tests.support.datasets import production, write_join_spec
@@ -161,7 +162,7 @@ def test_a_source_day_whose_read_window_changed_is_ingested_again(first_backfill
 
     def decided() -> DaysBefore:
         files = window_files(stream, archive_for(stream), *day_bounds(BEFORE, DAYS[-1]))
-        return days_before(join_env, spark, IMPRESSIONS_EVENTS, stream, files, date.fromisoformat(DAYS[0]), 1)
+        return days_before(join_env, spark, IMPRESSIONS_EVENTS, stream, files, DAILY.start(DAYS[0]), 1)
 
     assert decided() == DaysBefore(as_they_are={BEFORE: f"ingested in run {first_run}, unchanged"})
     late = copy / "2026" / "10" / "01" / "20" / "impressions-2026-10-01-20-late-0001.jsonl.gz"

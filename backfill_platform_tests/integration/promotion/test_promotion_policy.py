@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.lakehouse.tables import replace_days, replace_range, snapshot_summary, table_exists
+from backfill_platform.lakehouse.tables import replace_range, replace_ranges, snapshot_summary, table_exists
 from backfill_platform.pipeline.ledger.commits import (
     DAYS,
     HELD_BACK,
@@ -145,23 +145,24 @@ def test_per_day_with_every_day_passing_replaces_the_range(ready, spark, spark_r
     assert summary[DAYS] == f"{D1.isoformat()},{D2.isoformat()}" and summary[HELD_BACK] == ""
 
 
-def test_replace_days_refuses_rows_of_other_days(ready, spark, spark_resource, playback):
+def test_replace_ranges_refuses_rows_of_other_days(ready, spark, spark_resource, playback):
     spec = dataset("views_policy_days")
     assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D3).success
     source = read_range(spark, shadow_table(spark, spec, "v2"), spec, D1, END)
     target = shadow_table(spark, spec, "v2")
     before = current_snapshot_id(spark, target)
-    with pytest.raises(ValueError, match="rows outside the days"):
-        replace_days(source, target, spec.partition_column, [D1, D3])
-    with pytest.raises(ValueError, match="no days"):
-        replace_days(source.limit(0), target, spec.partition_column, [])
+    days_1_3 = [(D1, D1 + timedelta(days=1)), (D3, D3 + timedelta(days=1))]
+    with pytest.raises(ValueError, match="rows outside the ranges"):
+        replace_ranges(source, target, spec.partition_column, days_1_3, 2)
+    with pytest.raises(ValueError, match="no partitions"):
+        replace_ranges(source.limit(0), target, spec.partition_column, [], 0)
     with pytest.raises(ValueError, match=rf"refusing to write {target}: rows outside \[{D1}, {D2}\)"):
         replace_range(source, target, spec.partition_column, D1, D2)
     assert current_snapshot_id(spark, target) == before
 
     # Non-contiguous days: D1 and D3 emptied in one commit, D2 untouched.
     kept = partition_fingerprints(source, spec, [D2])
-    replace_days(source.limit(0), target, spec.partition_column, [D1, D3], {"test": "days"})
+    replace_ranges(source.limit(0), target, spec.partition_column, days_1_3, 2, {"test": "days"})
     counts = {
         r[0]: r[1]
         for r in read_range(spark, target, spec, D1, END).groupBy(spec.partition_column).count().collect()
