@@ -21,7 +21,7 @@ from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.grain import HOURLY
 from backfill_platform.specs.loader import SpecSet
 from backfill_platform_tests.support.automation import Ticks
-from backfill_platform_tests.support.datasets import hourly_dataset_data, production
+from backfill_platform_tests.support.datasets import hourly_dataset_data, local_daily_data, production
 
 STREAM, DATASET = "playback_hourly_refresh", "views_hourly_refresh"
 ARCHIVE = AssetKey(["archive", f"{STREAM}_archive"])
@@ -98,3 +98,39 @@ def test_a_settled_hour_is_refreshed_and_a_late_file_re_promotes_exactly_the_hou
     assert 0 < len(affected) < len(history) // 2
     # Their verdicts passed before: events, shadow and production of exactly those hours, in one run.
     assert ticks.at(now + timedelta(minutes=1)) == {EVENTS: affected, SHADOW: affected, PRODUCTION: affected}
+
+
+def test_a_late_hour_re_promotes_the_new_york_days_that_read_it(specs):
+    """Days rolled up from hours: the exact event-time window mapping (in the code location, as the
+    refresh's sensor evaluates) requests the New York days whose hours a late file changed, and no other."""
+    stream = specs.streams["playback"].model_copy(update={"name": STREAM, "partition_grain": "hour"})
+    daily = DatasetSpec.model_validate(local_daily_data("plays_refresh_new_york", STREAM, "America/New_York"))
+    definitions = build_definitions(SpecSet(streams={STREAM: stream}, datasets={daily.name: daily}))
+    shadow, prod = AssetKey(["shadow", f"{daily.name}__v1"]), production(daily.name).key
+    ticks = Ticks(definitions, (ARCHIVE, EVENTS, shadow, prod))
+    first, last = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 4, 3, tzinfo=UTC)
+    hours_done = hour_keys(first, last)
+    days_done = ["2026-10-01", "2026-10-02", "2026-10-03"]  # New York days: 04:00 to 04:00 UTC
+    ticks.materialize(EVENTS, hours_done)
+    for key in (shadow, prod):
+        ticks.materialize(key, days_done)
+    for hour in (HOURLY.key(h) for h in hours(first - timedelta(days=1), last + timedelta(days=1))):
+        ticks.observe(ARCHIVE, hour, "v1")
+    now = datetime(2026, 10, 4, 13, 10, tzinfo=UTC)  # 03:00's hour has settled; the next has not
+    assert ticks.at(now) == {}
+
+    late = "2026-10-02-02:00"  # read by the hours 2026-10-01 17:00 (lateness) to 2026-10-02 04:00 (skew)
+    ticks.observe(ARCHIVE, late, "late")
+    affected = {key for key in hours_done if late in read_hours(stream, key)}
+    # The hours first: a day is not of their partitions, so it cannot join their run (Dagster requests a
+    # parent and its child together only within one partitions definition); it follows once they ran.
+    assert ticks.at(now + timedelta(minutes=1)) == {EVENTS: affected}
+    graph = definitions.resolve_asset_graph()
+    days = graph.get_partition_mapping(shadow, EVENTS).get_downstream_partitions_for_partitions(
+        graph.get(EVENTS).partitions_def.subset_with_partition_keys(sorted(affected)),
+        graph.get(EVENTS).partitions_def,
+        graph.get(shadow).partitions_def,
+        current_time=now,
+    )
+    # 17:00 to 04:00 UTC is New York's 2026-10-01 13:00 to 2026-10-02 00:00: the two days holding them.
+    assert set(days.get_partition_keys()) == {"2026-10-01", "2026-10-02"}
