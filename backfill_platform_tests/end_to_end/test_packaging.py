@@ -142,13 +142,15 @@ def test_installed_wheel_loads_the_builtin_definitions(fresh_venv, tmp_path):
         "impressions/defs.yaml",
         "lakehouse/defs.yaml",
         "playback/defs.yaml",
+        "playback_hourly/defs.yaml",
+        "plays_new_york/defs.yaml",
         "views_per_title/defs.yaml",
     ]
     for name in probe["spec_files"]:
         assert (specs_dir / name).read_bytes() == (REPO / PACKAGE / "defs" / name).read_bytes()
     assert (probe["streams"], probe["datasets"]) == (
-        ["impressions", "playback"],
-        ["attributed_plays", "views_per_title"],
+        ["impressions", "playback", "playback_hourly"],
+        ["attributed_plays", "plays_new_york", "views_per_title"],
     )
     assert set(probe["assets"]) >= BUILTIN_ASSETS, probe["assets"]
 
