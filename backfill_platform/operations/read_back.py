@@ -20,6 +20,7 @@ from backfill_platform.operations.backfill import BackfillOutcome, BackfillReque
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.graphql import METADATA_ENTRIES, GraphQLClient, SubmitError, metadata_values
 from backfill_platform.operations.ledger_view import Row, in_production, ingestion_rows, latest, ledger_rows
+from backfill_platform.pipeline.validation.day_inputs import INGESTION_FIGURES
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,6 @@ def read_back(
     )
 
 
-# The figures a rolled-up row sums over its source partitions (the others are the same for all of them).
-SUMMED = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
-
-
 def _ingestions_per_partition(request: BackfillRequest, latest_rows: dict[str, Row]) -> dict[str, Row]:
     """The primary stream's latest figures per partition of the range; for a dataset whose days are rolled
     up from the stream's hours, each day's are its own hours' summed (not a lookback's), checks passed
@@ -119,7 +116,7 @@ def _ingestions_per_partition(request: BackfillRequest, latest_rows: dict[str, R
             )
         rolled[day] = {
             **rows[0],
-            **{name: sum(row[name] or 0 for row in rows) for name in SUMMED},
+            **{name: sum(row[name] or 0 for row in rows) for name in INGESTION_FIGURES},
             "checks_passed": not failed,
             "failed_checks": "; ".join(failed) or None,
             "partition_key": day,

@@ -145,9 +145,6 @@ class Grain:
         """The day a partition is of: a day's own date (local for a local day), an hour's UTC day."""
         return date.fromisoformat(key[:10])
 
-    def value_key(self, value: date | str) -> str:
-        return value_key(value)
-
 
 def value_key(value: date | str) -> str:
     """A partition key from a collected `pipeline.partitions.partition_of` value: a day's date, or an

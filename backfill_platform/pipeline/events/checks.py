@@ -18,7 +18,7 @@ from backfill_platform.pipeline.events.ingest import IngestResult, events_column
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
 from backfill_platform.pipeline.validation.verdicts import DayVerdict
-from backfill_platform.specs.grain import Grain
+from backfill_platform.specs.grain import Grain, value_key
 from backfill_platform.specs.stream import StreamSpec
 
 RECONCILIATION = "reconciliation"
@@ -47,7 +47,7 @@ def _counts_by_partition(
         .count()
         .collect()
     )
-    return {grain.value_key(row["day"]): row["count"] for row in rows}
+    return {value_key(row["day"]): row["count"] for row in rows}
 
 
 def reconciliation_check(

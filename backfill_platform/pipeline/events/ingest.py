@@ -33,6 +33,7 @@ from backfill_platform.pipeline.events.table_offsets import table_offset_gaps
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.specs.durations import day_bounds
+from backfill_platform.specs.grain import value_key
 from backfill_platform.specs.stream import StreamSpec, events_columns
 
 
@@ -335,7 +336,7 @@ def _figures(
     )
     figures = {key: PartitionFigures(key) for key in grain.keys_between(start, end)}
     for row in rows:
-        key = grain.value_key(row["day"])
+        key = value_key(row["day"])
         figures[key] = PartitionFigures(
             partition=key,
             records=row["records"],
@@ -354,7 +355,7 @@ def _figures(
         .collect()
     )
     for row in samples:
-        figures[grain.value_key(row["day"])].samples[row["reason"]] = row["sample"]
+        figures[value_key(row["day"])].samples[row["reason"]] = row["sample"]
     return figures
 
 

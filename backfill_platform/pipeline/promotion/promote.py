@@ -110,7 +110,7 @@ def promote(
     All or nothing unless `per_day`: then only the partitions passing the gate are replaced, the others
     are returned in `held_back`; PromotionRefused (production untouched) when no partition passes.
     """
-    interval = as_instants(spec, start, end)
+    interval = (spec.grain.start(start), spec.grain.start(end))  # days (the dataset's) or instants
     reconcile_ledger(spark, spec)
     version = spec.active_version
     source = shadow_table(spark, spec, version)
@@ -178,14 +178,6 @@ def promote(
         rows_by_day=rows_by_day,
         provisional_days=provisional,
     )
-
-
-def as_instants(spec: DatasetSpec, start: date | datetime, end: date | datetime) -> tuple[datetime, datetime]:
-    """A range given as days (dates: the dataset's, a time zone's days for a local-day dataset) or as
-    instants, as instants."""
-    if isinstance(start, datetime) and isinstance(end, datetime):
-        return start, end
-    return spec.grain.start(start), spec.grain.start(end)
 
 
 def _snapshot_properties(

@@ -15,6 +15,9 @@ from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 
+# An ingestion's figures that add up over partitions (the ledger's archive figures of a dataset day).
+INGESTION_FIGURES = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
+
 
 @dataclass(frozen=True)
 class DayInputs:
@@ -72,8 +75,7 @@ class JudgedInputs:
             if start <= Grain.of_key(key).bounds(key)[0] and Grain.of_key(key).bounds(key)[1] <= end
         ]
         found = [r for r in own if r]
-        keys = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
         if not found:
             return {}
-        summed = {k: sum(r[k] or 0 for r in found) for k in keys}
+        summed = {k: sum(r[k] or 0 for r in found) for k in INGESTION_FIGURES}
         return {**summed, "provisional": any(r.get("provisional") for r in found)}
