@@ -183,14 +183,14 @@ def progress_of(backfill: dict) -> BackfillProgress:
 
 def _partitions(request: BackfillRequest) -> list[str] | dict[tuple[str, ...], tuple[str, str]]:
     """What the backfill selects: the range's partitions for every asset, or each asset's own range when
-    a source's partitions are not the dataset's. Dagster's daemon maps those across one time zone only."""
+    a source's partitions are not the dataset's. Dagster maps those across one time zone only."""
     if not request.mixed:
         return request.days
     zones = {request.grain.zone, *(s.grain.zone for s in request.streams)}
     if len(zones) > 1:
         raise SubmitError(
             f"{request.dataset.name}'s days are days of {request.grain.zone}, its sources' partitions UTC: "
-            "Dagster's backfill daemon cannot map one to the other (it refuses two time zones). Run the "
+            "Dagster refuses an asset backfill that maps one to the other (two time zones). Run the "
             "backfill in this process instead (without --instance); it maps them exactly."
         )
     ranges = {}

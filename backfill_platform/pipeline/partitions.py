@@ -13,6 +13,7 @@ from dagster import (
     AssetExecutionContext,
     BackfillPolicy,
     DailyPartitionsDefinition,
+    Failure,
     HourlyPartitionsDefinition,
     TimeWindowPartitionsDefinition,
 )
@@ -26,6 +27,9 @@ from backfill_platform.specs.stream import StreamSpec
 
 # The key format of the archive's hourly ingestion partitions.
 HOUR_KEY = "%Y-%m-%d-%H:%M"
+# The tags that name a run's partitions: one, or a range.
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def event_partitions(spec: StreamSpec) -> TimeWindowPartitionsDefinition:
@@ -79,6 +83,33 @@ def days_between(start: date, end: date) -> list[date]:
 
 
 def window_partitions(context: AssetExecutionContext) -> tuple[datetime, datetime, list[str]]:
-    """The run's range: its first partition's start, its last partition's end, and every partition key."""
+    """The run's range: its first partition's start, its last partition's end, and every partition key.
+    Refuses a run whose partition tags are not keys of this asset's partitions (`run_partitions_are_mine`)."""
+    run_partitions_are_mine(context)
     window = context.partition_time_window
     return window.start.astimezone(UTC), window.end.astimezone(UTC), sorted(context.partition_keys)
+
+
+def run_partitions_are_mine(context: AssetExecutionContext) -> None:
+    """Refuse a run whose partition tags name partitions of another kind than this asset's.
+
+    Dagster reads a run's range tags with each asset's own key format, and a daily format reads an hour
+    key's `-04:00` as a UTC offset: a run of hours `2026-10-02-04:00..2026-10-05-03:00` that also selects
+    a daily asset would derive days 10-02..10-05 for it, one of them from hours the run never had. Such a
+    run (hours and days selected together, launched outside `backfill` and the refresh, which run each
+    kind apart) is refused before anything is read."""
+    tags = context.run.tags
+    asked = [tags[t] for t in (RANGE_START_TAG, RANGE_END_TAG) if t in tags] or (
+        [tags[PARTITION_TAG]] if PARTITION_TAG in tags else []
+    )
+    keys = sorted(context.partition_keys)
+    derived = [keys[0], keys[-1]] if len(asked) == 2 else keys[:1]
+    if asked and asked != derived:
+        raise Failure(
+            description=(
+                f"{context.asset_key.to_user_string()}: this run's partitions {'..'.join(asked)} are not "
+                f"{'hours' if ':' in keys[0] else 'days'} of this asset (Dagster read them as "
+                f"{'..'.join(derived)}). A run holds one kind of partition: run the hours and the days in "
+                "runs of their own (`backfill-platform backfill` and the refresh do)."
+            )
+        )

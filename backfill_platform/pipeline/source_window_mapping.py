@@ -11,9 +11,11 @@ Dagster's `TimeWindowPartitionMapping` maps hours to days of the same time zone,
 ("Timezones … don't match"). Like every mapping that is not one of Dagster's built-in classes, this one is
 left out of the code location's snapshot: the webserver and daemon infer `TimeWindowPartitionMapping`
 there. Within one zone (UTC hours under UTC days) that is this same mapping without the lookback; across
-zones it raises when asked, so an asset backfill of a local-day dataset and its hourly source launched
-from the UI or over GraphQL is refused by Dagster. `backfill-platform backfill` runs in the code location
-and maps exactly, and so does the daily refresh (its automation sensor runs there too).
+zones it raises when asked, and the webserver asks for every parent of every asset of an asset backfill
+before creating it: a backfill that touches a local-day dataset, even of its days alone, is refused at
+launch (a single run of one day, what the UI launches for one partition, is not). `backfill-platform
+backfill` runs in the code location and maps exactly, and so does the daily refresh (its automation
+sensor runs there too).
 """
 
 from __future__ import annotations

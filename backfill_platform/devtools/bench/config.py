@@ -31,7 +31,7 @@ class BenchConfig:
     files_days: int = 365
     files_events_per_day: int = 300
     files_per_hour: int = 3
-    scale_variants: tuple[str, ...] = ("baseline", "events", "backfill", "events_hourly")
+    scale_variants: tuple[str, ...] = ("baseline", "events", "backfill", "events_hourly", "backfill_hourly")
     # The Python of another Spark line's environment: (a)-(c) and the big day run on it too; "": not run.
     other_line: str = ""
     other_line_variants: tuple[str, ...] = ("baseline", "events", "backfill")

@@ -158,7 +158,7 @@ def plan(
             add(variant, "compare", large, config.start, config.days, line=OTHER_LINE)
     for archive in scale or []:
         for variant in config.scale_variants:
-            if variant == "events_hourly" and archive.label != "files":
+            if variant.endswith("_hourly") and archive.label != "files":
                 continue  # a year of hours against a year of days: the many small files only
             add(variant, archive.label, archive, config.start, archive.days)
         if archive.label == "big":
@@ -280,7 +280,13 @@ def execute(run: Run, index: int, python: str = sys.executable, spark: str = "")
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
         raise RuntimeError(f"bench run {run.label} failed (exit {code}); end of {log}:\n{tail}")
     child = json.loads(Path(spec["result"]).read_text())
-    tables = {"baseline": SPARK_TABLE, "duckdb": DUCKDB_TABLE, "events_hourly": f"raw.{STREAM}_hourly_events"}
+    hourly_events = f"raw.{STREAM}_hourly_events"
+    tables = {
+        "baseline": SPARK_TABLE,
+        "duckdb": DUCKDB_TABLE,
+        "events_hourly": hourly_events,
+        "backfill_hourly": hourly_events,
+    }
     table = tables.get(run.variant, f"raw.{STREAM}_events")
     catalog_name = settings.env_or(settings.CATALOG_NAME_ENV, settings.DEFAULT_CATALOG_NAME)
     start = midnight(run.first)

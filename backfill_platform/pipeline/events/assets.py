@@ -36,7 +36,7 @@ from backfill_platform.pipeline.events.ingest import (
 from backfill_platform.pipeline.events.read_record import read_observations
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
-from backfill_platform.pipeline.partitions import partition_of
+from backfill_platform.pipeline.partitions import partition_of, run_partitions_are_mine
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
     promotion_policy,
@@ -75,6 +75,7 @@ def build_events_asset(
         pool=f"ingest_{spec.name}",
     )
     def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
+        run_partitions_are_mine(context)
         window = context.partition_time_window
         per_day = promotion_policy(context.run.tags) == PER_DAY
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive

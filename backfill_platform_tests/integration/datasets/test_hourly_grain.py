@@ -26,6 +26,7 @@ from backfill_platform.pipeline.promotion.assets import (
     build_production_asset,
     production_key,
 )
+from backfill_platform.pipeline.promotion.cutover import drop_shadow, history_divergence
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset, shadow_key
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
@@ -131,33 +132,48 @@ def hourly(truth, data_dir, spark_resource, playback):
     return stream, run_hours(spark_resource, [build_events_asset(stream), *chain], HOURS[0], HOURS[-1])
 
 
+@pytest.fixture(scope="module")
+def fixed(hourly, spark, spark_resource) -> dict:
+    """The fix: v1 re-derived and promoted for the hours [T1, T2) touches (T2 is not on the hour), in one
+    run; production as the bad deploy left it, captured before."""
+    stream, _ = hourly
+    spec = hourly_dataset("v1")
+    table = production_table(spark, spec)
+    before = {
+        "production": production_by_hour(spark, table),
+        "files": files_by_hour(spark, table),
+        "snapshots": snapshots(spark, table),
+        "snapshot": current_snapshot_id(spark, table),
+    }
+    result = run_hours(spark_resource, promotion_chain(spec, stream), T1, T2)
+    return {"spec": spec, "table": table, "before": before, "result": result}
+
+
 def test_a_bad_transform_between_two_times_is_re_derived_and_promoted_for_exactly_its_hours(
-    hourly, spark, spark_resource, truth
+    hourly, fixed, spark, truth
 ):
     stream, deployed = hourly
     assert deployed.success  # v2 passed every blocking check: its bug is in a column nothing reconciles
     for check in (ROW_COUNTS, CHECKSUMS, PROMOTION_VERIFIED):
         assert verdicts(deployed, check) == dict.fromkeys(HOUR_KEYS, True), check
-    fixed = hourly_dataset("v1")
-    table = production_table(spark, fixed)
+    spec, table = fixed["spec"], fixed["table"]
     assert partitioning(spark, table) == ["hours(event_hour)"]
-    assert partitioning(spark, shadow_table(spark, fixed, "v2")) == ["hours(event_hour)"]
+    assert partitioning(spark, shadow_table(spark, spec, "v2")) == ["hours(event_hour)"]
     expected = views_from_events(spark, stream)
     assert sorted(expected) == HOUR_KEYS
     for hour in HOURS:  # the independent computation agrees with the generator's truth
         starts = truth["partitions"][D2.isoformat()]["starts_by_hour"][str(hour.hour)]
         assert sum(views for _, views, _ in expected[hour.strftime(HOUR_KEY)]) == starts > 0
-    before = production_by_hour(spark, table)
+    before = fixed["before"]["production"]
     assert [k for k in HOUR_KEYS if before[k] != expected[k]] == BAD_KEYS  # wrong in exactly those hours
-    files_before, snapshots_before = files_by_hour(spark, table), snapshots(spark, table)
-    deployed_snapshot = current_snapshot_id(spark, table)
+    files_before, snapshots_before = fixed["before"]["files"], fixed["before"]["snapshots"]
+    deployed_snapshot = fixed["before"]["snapshot"]
     assert sorted(files_before) == HOUR_KEYS  # one partition per hour
 
-    # The fix: v1 re-derived and promoted for the hours [T1, T2) touches (T2 is not on the hour), in one run.
-    result = run_hours(spark_resource, promotion_chain(fixed, stream), T1, T2)
+    result = fixed["result"]
     assert result.success
-    assert materialized(result, shadow_key(fixed, "v1")) == set(BAD_KEYS)
-    assert materialized(result, production_key(fixed)) == set(BAD_KEYS)
+    assert materialized(result, shadow_key(spec, "v1")) == set(BAD_KEYS)
+    assert materialized(result, production_key(spec)) == set(BAD_KEYS)
     for check in (ROW_COUNTS, CHECKSUMS, PROMOTION_VERIFIED):
         assert verdicts(result, check) == dict.fromkeys(BAD_KEYS, True), check
 
@@ -178,6 +194,21 @@ def test_a_bad_transform_between_two_times_is_re_derived_and_promoted_for_exactl
     assert keys == {"v1": BAD_KEYS, "v2": HOUR_KEYS}
     assert {r.partition for r in rows} == {D2}
     assert {r.promoted_snapshot_id for r in rows if r.version == "v1"} == {promoted}
+
+
+def test_the_cutover_review_compares_versions_hour_by_hour(fixed, spark):
+    """What a reviewer reads before switching versions (`divergence`): per hour, against production."""
+    assert fixed["result"].success
+    spec = fixed["spec"]
+    deployed = history_divergence(spark, spec, "v2")  # the bad deploy's shadow, against fixed production
+    assert sorted(deployed.partitions) == HOUR_KEYS
+    assert {k for k, p in deployed.partitions.items() if p.diverging} == set(BAD_KEYS)
+    assert all(deployed.partitions[k].changed == deployed.partitions[k].diverging > 0 for k in BAD_KEYS)
+    candidate = history_divergence(spark, spec, "v1")  # derived for the two hours only
+    assert all(candidate.partitions[k].diverging == 0 for k in BAD_KEYS)
+    assert all(candidate.partitions[k].only_in_production > 0 for k in KEPT_KEYS)
+    with pytest.raises(ValueError, match="active version"):
+        drop_shadow(spark, spec, "v1")
 
 
 def test_an_hourly_stream_holds_each_hour_of_the_archive_in_hour_partitions(

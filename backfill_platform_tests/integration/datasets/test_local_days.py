@@ -16,6 +16,7 @@ import pytest
 from dagster import materialize
 
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.pipeline.events.assets import build_events_asset, events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.partitions import dataset_partitions
@@ -121,3 +122,28 @@ def test_a_daily_dataset_of_a_zone_equals_its_local_days_of_hourly_events(
     ledger = spark.table(LEDGER).where(f"dataset = '{name}'").collect()
     assert sorted({r.partition_key for r in ledger}) == local_days
     assert {r.partition.isoformat() for r in ledger} == set(local_days)  # the local day, not a UTC one
+
+
+def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir, spark, spark_resource):
+    """A run of New York days given hour tags (as a GraphQL `launchRun` selecting hours and days can be):
+    Dagster would read the hour keys' `-04:00` as an offset and derive four days from three days of hours.
+    The platform refuses it before reading anything; nothing is written."""
+    first, days, zone, local_days, _ = CASES["autumn-both"]
+    stream = hourly_stream(playback, data_dir, first, days)
+    spec = DatasetSpec.model_validate(local_daily_data("plays_new_york_mixed_run", stream.name, zone))
+    start = Grain("day", zone).start(local_days[0])
+    keys = HOURLY.keys_between(start, start + timedelta(hours=72))
+    tags = {RANGE_START: keys[0], RANGE_END: keys[-1]}
+    result = materialize(
+        promotion_chain(spec, stream),
+        resources={"spark": spark_resource},
+        tags=tags,
+        raise_on_error=False,
+    )
+    assert not result.success
+    failures = [e for e in result.all_events if e.is_step_failure]
+    message = " ".join(e.event_specific_data.error.message for e in failures)
+    assert f"this run's partitions {keys[0]}..{keys[-1]} are not days of this asset" in message, message
+    assert "runs of their own" in message
+    assert not result.get_asset_materialization_events()
+    assert not table_exists(spark, production_table(spark, spec))
