@@ -134,6 +134,13 @@ class StreamSpec(SpecModel):
             "promotion of an hour touches only that hour."
         ),
     )
+    partition_timezone: Literal["UTC"] = Field(
+        default="UTC",
+        description=(
+            "A stream's partitions are UTC days or hours, so `UTC` is the only value. The days of a team's "
+            "time zone are a daily dataset's `partition_timezone`, rolled up from this stream's hours."
+        ),
+    )
     first_partition: date = Field(
         description="First event-time day of the stream; earlier events are counted as `before_first_partition`."
     )
@@ -248,6 +255,17 @@ class StreamSpec(SpecModel):
             "refresh_horizon": MAX_REFRESH_HORIZON,
         }
         return _bounded(value, info.field_name, limits[info.field_name])
+
+    @field_validator("partition_timezone", mode="before")
+    @classmethod
+    def _utc_partitions(cls, value: Any) -> Any:
+        if value != "UTC":
+            raise ValueError(
+                f"{value!r}: a stream's partitions are UTC days or hours. Declare the days of {value!r} on a "
+                "daily dataset over this stream (its `partition_timezone`): it rolls them up from the "
+                "stream's hours (`partition_grain: hour`) or UTC days, each local day exactly"
+            )
+        return value
 
     @field_validator("first_partition")
     @classmethod

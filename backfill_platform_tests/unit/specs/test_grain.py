@@ -76,3 +76,16 @@ def test_a_year_of_hours_is_one_range_in_a_snapshots_properties():
     # A promotion recorded before ranges: {day: run} under the old property.
     assert validation_runs({VALIDATION_RUNS_BY_DAY: '{"2026-10-01":"r"}'}) == {"2026-10-01": "r"}
     assert validation_runs({}) is None
+
+
+def test_a_stream_is_partitioned_in_utc_and_says_where_local_days_go():
+    from backfill_platform.specs.loader import builtin_spec_data
+    from backfill_platform.specs.stream import StreamSpec
+
+    data = builtin_spec_data("playback_hourly")
+    assert StreamSpec.model_validate({**data, "partition_timezone": "UTC"}).grain == HOURLY
+    with pytest.raises(ValueError) as error:
+        StreamSpec.model_validate({**data, "partition_timezone": "America/New_York"})
+    message = str(error.value)
+    assert "partition_timezone" in message and "a stream's partitions are UTC days or hours" in message
+    assert "on a daily dataset over this stream" in message
