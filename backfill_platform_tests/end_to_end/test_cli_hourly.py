@@ -9,6 +9,7 @@ days, each reported with its hours' figures summed and equal to an independent c
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke, table_row
@@ -115,3 +117,41 @@ def test_a_new_york_daily_dataset_is_backfilled_from_the_hours_its_days_read(cli
     assert rows.assign(day=rows["event_date"].astype(str)).groupby("day")["plays"].sum().to_dict() == (
         expected.to_dict()
     )
+
+
+def production_hours(spark) -> dict[str, int]:
+    """Views per hour key in production (none before its first promotion)."""
+    if not table_exists(spark, PRODUCTION):
+        return {}
+    hour = F.date_format("event_hour", "yyyy-MM-dd-HH:mm").alias("hour")
+    return {
+        r.hour: r.views
+        for r in spark.table(PRODUCTION).groupBy(hour).agg(F.sum("views").alias("views")).collect()
+    }
+
+
+def test_the_per_partition_policy_holds_back_one_hour_and_revert_restores_exactly_the_others(
+    cli_env, data_dir: Path, spark
+):
+    """An ingestion hour holds a file of ten malformed lines: its hour fails `quarantine_ratio` (over the
+    floor of 3). With `--policy per-day` the hours around it are promoted in one commit and it is held
+    back; `revert` then restores exactly those two hours."""
+    folder = data_dir / "archive" / STREAM / "2026" / "10" / "01" / "11"
+    (folder / "playback-2026-10-01-11-9100.jsonl.gz").write_bytes(gzip.compress(b"{not json\n" * 10, mtime=0))
+    before = production_hours(spark)
+    result = invoke("backfill", "--dataset", DATASET, "--start", "2026-10-01T10:00", "--end", "2026-10-01T13:00",
+                    "--policy", "per-day")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "held back: 2026-10-01-11:00; production keeps them" in result.output
+    assert (
+        "quarantine_ratio" in table_row(result.output, "2026-10-01-11:00")[-1]
+        or "quarantine_ratio" in result.output
+    )
+    promoted = production_hours(spark)
+    assert set(promoted) - set(before) == {"2026-10-01-10:00", "2026-10-01-12:00"}
+    assert {k: promoted[k] for k in before} == before
+
+    reverted = invoke("revert", "--dataset", DATASET)
+    assert reverted.exit_code == 0, reverted.output
+    assert "for 2026-10-01-10:00, 2026-10-01-12:00:" in reverted.output
+    assert production_hours(spark) == before

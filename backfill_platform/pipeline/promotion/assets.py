@@ -111,7 +111,8 @@ def build_production_asset(
             held = "; ".join(f"{day}: {reason}" for day, reason in sorted(promotion.held_back.items()))
             raise Failure(
                 description=(
-                    f"promoted {len(promotion.days)} days of {spec.name} in snapshot {promotion.snapshot_id}; "
+                    f"promoted {len(promotion.days)} {spec.grain.plural} of {spec.name} in snapshot "
+                    f"{promotion.snapshot_id}; "
                     f"held back {len(promotion.held_back)}: {held}"
                 ),
                 metadata={"held_back": MetadataValue.json(promotion.held_back)},
