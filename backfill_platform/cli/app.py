@@ -84,6 +84,23 @@ def quiet_dagster() -> None:
 RANGE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d-%H:%M"]
 
 
+def range_options(first: str, required: bool = True):
+    """The `--start`/`--end` options of a command over a partition range: days, or hours of an hourly
+    stream or dataset (RANGE_FORMATS); `first` says what --start is when given."""
+    default = {} if required else {"default": None}
+    start = click.option(
+        "--start", type=click.DateTime(RANGE_FORMATS), required=required, help=first, **default
+    )
+    end = click.option(
+        "--end",
+        type=click.DateTime(RANGE_FORMATS),
+        required=required,
+        help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
+        **default,
+    )
+    return lambda command: start(end(command))
+
+
 def partition_range(start: datetime, end: datetime, grain: Grain) -> tuple[date | datetime, date | datetime]:
     """[--start, --end) in whole partitions: days (dates) of a daily stream or dataset; for an hourly one
     UTC instants, --start floored and --end ceiled to the hour (a deploy wrong from 14:10 to 15:40

@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from backfill_platform.cli.app import (
-    RANGE_FORMATS,
     dataset_spec,
     main,
     partition_range,
     quiet_dagster,
+    range_options,
     refusals,
     spark_session,
     wide_console,
@@ -21,18 +21,7 @@ from backfill_platform.cli.app import (
 @main.command()
 @click.option("--stream", default=None, help="Stream name; every dataset built on it is shown.")
 @click.option("--dataset", default=None, help="Dataset name (its source stream is planned).")
-@click.option(
-    "--start",
-    type=click.DateTime(RANGE_FORMATS),
-    required=True,
-    help="First event day (UTC), or hour (2026-10-01T14:00) of an hourly stream or dataset.",
-)
-@click.option(
-    "--end",
-    type=click.DateTime(RANGE_FORMATS),
-    required=True,
-    help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
-)
+@range_options("First event day (UTC), or hour (2026-10-01T14:00) of an hourly stream or dataset.")
 def plan(stream: str | None, dataset: str | None, start, end) -> None:
     """What a backfill of [--start, --end) would read and redo, before running anything (for a dataset
     with several sources, one plan per source).
@@ -108,18 +97,7 @@ def counted_plan(console, stream, datasets, first, after, read_from=None):
 
 @main.command()
 @click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
-@click.option(
-    "--start",
-    type=click.DateTime(RANGE_FORMATS),
-    required=True,
-    help="First event day (UTC), or hour (2026-10-01T14:00) of an hourly dataset.",
-)
-@click.option(
-    "--end",
-    type=click.DateTime(RANGE_FORMATS),
-    required=True,
-    help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
-)
+@range_options("First event day (UTC), or hour (2026-10-01T14:00) of an hourly dataset.")
 @click.option("--reason", default=None, help="Why; recorded as run tag and on the promotion snapshot.")
 @click.option("--ticket", default=None, help="Ticket id; recorded like --reason.")
 @click.option("--dry-run", is_flag=True, help="Events and shadow with their checks; never promote.")
@@ -266,18 +244,7 @@ def report_command(ident: str, out: Path | None) -> None:
 
 @main.command("sweep")
 @click.option("--dataset", required=True, help="Dataset name, e.g. views_per_title.")
-@click.option(
-    "--start",
-    type=click.DateTime(RANGE_FORMATS),
-    default=None,
-    help="First day, or hour (2026-10-01T14:00) of an hourly dataset [production's].",
-)
-@click.option(
-    "--end",
-    type=click.DateTime(RANGE_FORMATS),
-    default=None,
-    help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
-)
+@range_options("First day, or hour (2026-10-01T14:00) of an hourly dataset [production's].", required=False)
 def sweep_command(dataset: str, start, end) -> None:
     """Check every partition of production (or of [--start, --end)) against its events and its ledger
     record.

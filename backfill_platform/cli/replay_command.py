@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from backfill_platform.cli.app import (
-    RANGE_FORMATS,
     main,
     partition_range,
     quiet_dagster,
+    range_options,
     refusals,
     wide_console,
 )
@@ -18,15 +18,7 @@ from backfill_platform.cli.app import (
 
 @main.command("replay")
 @click.option("--stream", required=True, help="Stream whose validated events are replayed.")
-@click.option(
-    "--start",
-    type=click.DateTime(RANGE_FORMATS),
-    required=True,
-    help="First event day (UTC), or hour (2026-10-01T14:00) of an hourly stream.",
-)
-@click.option(
-    "--end", type=click.DateTime(RANGE_FORMATS), required=True, help="Day (hour) after the last one."
-)
+@range_options("First event day (UTC), or hour (2026-10-01T14:00) of an hourly stream.")
 @click.option("--to-kinesis", "kinesis", help="Backfill Kinesis stream (declared in the stream spec).")
 @click.option("--to-kafka", "kafka", help="Backfill Kafka topic (declared in the stream spec).")
 @click.option(
