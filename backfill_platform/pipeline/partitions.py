@@ -54,6 +54,21 @@ def dataset_partitions(dataset: DatasetSpec, stream: StreamSpec) -> TimeWindowPa
     return DailyPartitionsDefinition(start_date=first.isoformat(), timezone=grain.zone)
 
 
+def local_days_note(dataset: DatasetSpec) -> str:
+    """What an asset's description tells a UI user of a dataset of local days (empty for UTC ones): Dagster
+    refuses an asset backfill across two time zones with a bare "unexpected error" toast, so the asset says
+    what does work."""
+    if not dataset.grain.local:
+        return ""
+    zone = dataset.grain.zone
+    return (
+        f" Its days are the days of {zone}, read from UTC partitions: from the UI, materialize one day at a "
+        f"time (a single run); a range of days is an asset backfill, which Dagster refuses across time zones "
+        f'("Timezones UTC and {zone} don\'t match"). A range runs with `backfill-platform backfill '
+        f"--dataset {dataset.name} --start FIRST --end AFTER_LAST`, exactly."
+    )
+
+
 def ingestion_partitions(spec: StreamSpec) -> HourlyPartitionsDefinition:
     # The first event day can be fed by files ingested the hour before it (producers' clock skew).
     first = midnight(spec.first_partition) - DAY

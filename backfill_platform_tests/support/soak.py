@@ -25,10 +25,19 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, Definitions, evaluate_automation_conditions, materialize
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    DagsterRunStatus,
+    Definitions,
+    RunsFilter,
+    evaluate_automation_conditions,
+    materialize,
+)
 from dagster._core.errors import DagsterExecutionInterruptedError
 
 from backfill_platform import faults
+from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.devtools.generator.truth import compute_partitions, read_archive
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
@@ -79,6 +88,15 @@ class Soak:
     @property
     def definitions(self) -> Definitions:
         return Definitions(assets=self.assets, resources=self.resources)
+
+    def active_runs(self) -> list:
+        """Runs the instance still holds as queued, starting or started."""
+        statuses = [DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.QUEUED]
+        return self.instance.get_runs(filters=RunsFilter(statuses=statuses))
+
+    def run_count(self) -> int:
+        """Runs launched, observations aside."""
+        return sum(n for k, n in self.runs.items() if k != "observation")
 
     def deliver(self) -> None:
         """Move staged files whose hour has ended (or whose late arrival is due) into the archive."""
@@ -168,7 +186,7 @@ class Soak:
             assert observed.success  # an observation run, as the sensor launches
             self.runs["observation"] += 1
             return "observe"
-        number = sum(v for k, v in self.runs.items() if k != "observation") + 1
+        number = self.run_count() + 1
         namespaces = {k.path[0] for k in keys}
         due = [c for c in self.crashes if c[0] <= number and c[2] in namespaces][:1]
         failpoint = due[0][1] if due else None
@@ -193,6 +211,39 @@ class Soak:
             + (f" at {failpoint}" if failpoint else "")
         )
         return outcome
+
+
+@contextmanager
+def soak_world(
+    stream: StreamSpec,
+    definitions: Definitions,
+    archive: Path,
+    staged: Path,
+    generated: GeneratorConfig,
+    quiet_until: datetime,
+    resources: dict,
+) -> Iterator[Soak]:
+    """A soak at the start of its first day: `generated`'s archive staged (quiet hours filled in up to
+    `quiet_until`), an empty archive at `archive`, and an in-memory Dagster instance. In memory: a soak's
+    ~100 runs and evaluations write tens of thousands of events, and a SQLite instance on disk opens a
+    connection per write (126 s of a soak in SQLAlchemy, py-spy); what is tested is the automation and the
+    lakehouse, not Dagster's storage."""
+    generate_playback_archive(staged, generated)
+    (staged / "_truth.json").unlink()
+    fill_empty_hours(staged, at(generated.start), quiet_until)
+    shutil.rmtree(archive, ignore_errors=True)
+    archive.mkdir(parents=True)
+    with DagsterInstance.ephemeral() as instance:
+        yield Soak(
+            stream=stream,
+            archive=archive,
+            staged=staged,
+            instance=instance,
+            resources=resources,
+            assets=list(definitions.assets),
+            clock=at(generated.start),
+            rng=random.Random(generated.seed),
+        )
 
 
 def fill_empty_hours(root: Path, start: datetime, end: datetime) -> None:

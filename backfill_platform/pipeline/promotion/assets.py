@@ -14,7 +14,7 @@ from dagster import (
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
-from backfill_platform.pipeline.partitions import dataset_partitions, window_partitions
+from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
@@ -68,7 +68,7 @@ def build_production_asset(
             f"shadow {version}. Refuses days whose blocking checks did not pass on the shadow's "
             "current data, or whose events changed since. One bad day holds back the whole range, "
             f"unless the run tag `{PROMOTION_POLICY_TAG}` is `{PER_DAY}`: then the validated days are "
-            "promoted in one commit and the others are held back and reported."
+            "promoted in one commit and the others are held back and reported." + local_days_note(spec)
         ),
         metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
         # One promotion per table at a time: a backfill and a live refresh queue instead of racing.

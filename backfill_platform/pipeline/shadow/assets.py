@@ -22,7 +22,7 @@ from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import record_validation
 from backfill_platform.pipeline.lookback_mapping import LookbackMapping
-from backfill_platform.pipeline.partitions import dataset_partitions, window_partitions
+from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
 from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
 from backfill_platform.pipeline.shadow.validate import (
@@ -177,6 +177,7 @@ def _description(spec: DatasetSpec, version: str) -> str:
             else f"production is promoted from the active version's shadow ({spec.active_version}), "
             "not from this one."
         )
+        + local_days_note(spec)
     )
 
 

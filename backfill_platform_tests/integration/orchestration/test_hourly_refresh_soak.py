@@ -15,18 +15,15 @@ The archive goes on with quiet hours, as a live stream does; the soak ends at a 
 
 from __future__ import annotations
 
-import random
-import shutil
 from datetime import date, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from pyspark.sql import functions as F
 
 from backfill_platform import faults, settings
-from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.devtools.generator.playback import GeneratorConfig
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.operations.status import dataset_status
@@ -46,8 +43,8 @@ from backfill_platform_tests.support.soak import (
     LAYOUT,
     Soak,
     at,
-    fill_empty_hours,
     interrupt_instead_of_kill,
+    soak_world,
     truth,
 )
 
@@ -89,26 +86,17 @@ def soak(specs, data_dir: Path, spark_resource, catalog, tmp_path_factory: pytes
     definitions = build_definitions(
         SpecSet(streams={STREAM: stream}, datasets={hourly.name: hourly, daily.name: daily})
     )
-    staged = tmp_path_factory.mktemp("soak_hourly_staged")
-    generate_playback_archive(
-        staged, GeneratorConfig(start=D0, days=DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
-    )
-    (staged / "_truth.json").unlink()
-    fill_empty_hours(staged, at(D0), END)
-    archive = data_dir / "archive" / STREAM
-    shutil.rmtree(archive, ignore_errors=True)
-    archive.mkdir(parents=True)
-    with DagsterInstance.ephemeral() as instance:
-        yield Soak(
-            stream=stream,
-            archive=archive,
-            staged=staged,
-            instance=instance,
-            resources={"spark": spark_resource, "catalog": catalog},
-            assets=list(definitions.assets),
-            clock=at(D0),
-            rng=random.Random(SEED),
-        )
+    generated = GeneratorConfig(start=D0, days=DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
+    with soak_world(
+        stream,
+        definitions,
+        data_dir / "archive" / STREAM,
+        tmp_path_factory.mktemp("soak_hourly_staged"),
+        generated,
+        quiet_until=END,
+        resources={"spark": spark_resource, "catalog": catalog},
+    ) as soak:
+        yield soak
 
 
 @pytest.fixture(scope="module")
@@ -247,11 +235,6 @@ def test_the_ledger_agrees_and_every_partition_is_promoted(converged, specs, spa
 
 def test_nothing_is_left_running_and_the_runs_are_bounded(converged):
     s = converged
-    active = s.instance.get_runs(
-        filters=RunsFilter(
-            statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.QUEUED]
-        )
-    )
-    assert active == []
-    runs = sum(n for k, n in s.runs.items() if k != "observation")
+    assert s.active_runs() == []
+    runs = s.run_count()
     assert runs <= MAX_RUNS, (runs, s.log)

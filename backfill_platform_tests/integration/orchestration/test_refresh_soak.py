@@ -22,18 +22,16 @@ condition, for every day whose shadow is newer than its production (printed with
 from __future__ import annotations
 
 import os
-import random
-import shutil
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from dagster import AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import AssetRecordsFilter
 from pyspark.sql import functions as F
 
 import backfill_platform.pipeline.events.assets as events_assets
 from backfill_platform import faults, settings
-from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
+from backfill_platform.devtools.generator.playback import GeneratorConfig
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
 from backfill_platform.operations.status import dataset_status
@@ -48,8 +46,8 @@ from backfill_platform_tests.support.soak import (
     LAYOUT,
     Soak,
     at,
-    fill_empty_hours,
     interrupt_instead_of_kill,
+    soak_world,
     truth,
 )
 
@@ -119,29 +117,17 @@ def soak(data_dir: Path, spark_resource, catalog, tmp_path_factory: pytest.TempP
     specs = SpecSet(streams={STREAM: spec}, datasets={DATASET: DatasetSpec.model_validate(dataset)})
     definitions = build_definitions(specs)
 
-    staged = tmp_path_factory.mktemp("soak_staged")
-    config = GeneratorConfig(start=D0, days=DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
-    generate_playback_archive(staged, config)
-    (staged / "_truth.json").unlink()
-    fill_empty_hours(staged, at(D0), at(D0 + timedelta(days=DAYS + 1)))
-    archive = data_dir / "archive" / STREAM
-    shutil.rmtree(archive, ignore_errors=True)
-    archive.mkdir(parents=True)
-
-    # An in-memory instance: the soak's ~120 runs and ~90 evaluations write tens of thousands of events,
-    # and a SQLite instance on disk opens a connection per write (126 s of the soak in SQLAlchemy, py-spy).
-    # What is tested is the automation and the lakehouse, not Dagster's storage.
-    with DagsterInstance.ephemeral() as instance:
-        yield Soak(
-            stream=spec,
-            archive=archive,
-            staged=staged,
-            instance=instance,
-            resources={"spark": spark_resource, "catalog": catalog},
-            assets=list(definitions.assets),
-            clock=at(D0),
-            rng=random.Random(SEED),
-        )
+    generated = GeneratorConfig(start=D0, days=DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
+    with soak_world(
+        spec,
+        definitions,
+        data_dir / "archive" / STREAM,
+        tmp_path_factory.mktemp("soak_staged"),
+        generated,
+        quiet_until=at(D0 + timedelta(days=DAYS + 1)),
+        resources={"spark": spark_resource, "catalog": catalog},
+    ) as soak:
+        yield soak
 
 
 @pytest.fixture(scope="module")
@@ -243,13 +229,8 @@ def test_the_ledger_agrees_and_every_day_is_promoted(converged, spark):
 
 def test_nothing_is_left_running_and_the_runs_are_bounded(converged):
     s = converged
-    active = s.instance.get_runs(
-        filters=RunsFilter(
-            statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.QUEUED]
-        )
-    )
-    assert active == []
-    runs = sum(n for k, n in s.runs.items() if k != "observation")
+    assert s.active_runs() == []
+    runs = s.run_count()
     assert runs <= MAX_RUNS, (runs, s.log)
     assert s.converged_after <= MAX_TICKS_TO_CONVERGE, s.log
 
