@@ -84,19 +84,15 @@ def quiet_dagster() -> None:
 RANGE_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d-%H:%M"]
 
 
-def range_options(first: str, required: bool = True):
+def range_options(start_help: str, required: bool = True):
     """The `--start`/`--end` options of a command over a partition range: days, or hours of an hourly
-    stream or dataset (RANGE_FORMATS); `first` says what --start is when given."""
-    default = {} if required else {"default": None}
-    start = click.option(
-        "--start", type=click.DateTime(RANGE_FORMATS), required=required, help=first, **default
-    )
+    stream or dataset (RANGE_FORMATS); `start_help` says what --start is."""
+    start = click.option("--start", type=click.DateTime(RANGE_FORMATS), required=required, help=start_help)
     end = click.option(
         "--end",
         type=click.DateTime(RANGE_FORMATS),
         required=required,
         help="Day (or hour) after the last one; an hourly range covers every hour it touches.",
-        **default,
     )
     return lambda command: start(end(command))
 

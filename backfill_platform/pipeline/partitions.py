@@ -108,23 +108,34 @@ def window_partitions(context: AssetExecutionContext) -> tuple[datetime, datetim
 def run_partitions_are_mine(context: AssetExecutionContext) -> None:
     """Refuse a run whose partition tags name partitions of another kind than this asset's.
 
-    Dagster reads a run's range tags with each asset's own key format, and a daily format reads an hour
-    key's `-04:00` as a UTC offset: a run of hours `2026-10-02-04:00..2026-10-05-03:00` that also selects
-    a daily asset would derive days 10-02..10-05 for it, one of them from hours the run never had. Such a
-    run (hours and days selected together, launched outside `backfill` and the refresh, which run each
-    kind apart) is refused before anything is read."""
+    Dagster reads a run's partition tags with each asset's own key format. A daily format reads an hour
+    key's `-04:00` as a UTC offset: a run of hours that also selects a daily asset would derive days for
+    it, some of them from hours the run never had. Such a run (hours and days selected together, launched
+    outside `backfill` and the refresh, which run each kind apart) is refused by the daily asset before it
+    reads anything. (The other way round, day tags for an hourly asset, Dagster refuses at launch: an
+    hourly format cannot read a day.)"""
     tags = context.run.tags
-    asked = [tags[t] for t in (RANGE_START_TAG, RANGE_END_TAG) if t in tags] or (
-        [tags[PARTITION_TAG]] if PARTITION_TAG in tags else []
-    )
-    keys = sorted(context.partition_keys)
-    derived = [keys[0], keys[-1]] if len(asked) == 2 else keys[:1]
-    if asked and asked != derived:
+    # As Dagster reads them: one partition's tag first, else the range's.
+    if PARTITION_TAG in tags:
+        asked = [tags[PARTITION_TAG]]
+    else:
+        asked = [tags[t] for t in (RANGE_START_TAG, RANGE_END_TAG) if t in tags]
+    if not asked:
+        return
+    try:
+        keys = sorted(context.partition_keys)
+    except ValueError:  # Dagster's own parse of the tags with this asset's format
+        keys = []
+    derived = [keys[0], keys[-1]][: len(asked)] if keys else []
+    if asked != derived:
+        kind = (
+            "hours" if isinstance(context.assets_def.partitions_def, HourlyPartitionsDefinition) else "days"
+        )
+        read_as = f" (Dagster read them as {'..'.join(derived)})" if derived else ""
         raise Failure(
             description=(
-                f"{context.asset_key.to_user_string()}: this run's partitions {'..'.join(asked)} are not "
-                f"{'hours' if ':' in keys[0] else 'days'} of this asset (Dagster read them as "
-                f"{'..'.join(derived)}). A run holds one kind of partition: run the hours and the days in "
-                "runs of their own (`backfill-platform backfill` and the refresh do)."
+                f"{context.assets_def.key.to_user_string()}: this run's partitions {'..'.join(asked)} are "
+                f"not {kind} of this asset{read_as}. A run holds one kind of partition: run the hours and "
+                "the days in runs of their own (`backfill-platform backfill` and the refresh do)."
             )
         )

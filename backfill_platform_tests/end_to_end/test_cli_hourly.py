@@ -71,8 +71,9 @@ def hourly_backfill(cli_env):
 def test_an_hourly_backfill_promotes_exactly_the_hours_its_times_touch(hourly_backfill, spark, truth):
     assert hourly_backfill.exit_code == 0, hourly_backfill.output
     assert "promoted 2 hour(s)" in hourly_backfill.output
-    ledger = spark.table(LEDGER).where(F.col("dataset") == DATASET).collect()
-    assert sorted(r.partition_key for r in ledger) == HOURS and {r.partition for r in ledger} == {D2}
+    # D2's hours only: the policy test below may have written hours of another day first.
+    ledger = spark.table(LEDGER).where((F.col("dataset") == DATASET) & (F.col("partition") == D2)).collect()
+    assert sorted(r.partition_key for r in ledger) == HOURS
     for row in ledger:
         cells = table_row(hourly_backfill.output, row.partition_key)
         assert cells[5] == f"{row.shadow_rows:,}" and cells[6] == "passed" and cells[-1] == "promoted"

@@ -18,7 +18,7 @@ import json
 import random
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -152,8 +152,9 @@ class Soak:
                 shutil.copy(path, copy)
         self.log.append(f"{self.clock:%m-%d %H:%M} redelivered {hours} hours from {first_hour:%m-%d %H}:00")
 
-    def tick(self, step: timedelta) -> list[str]:
-        """Advance the clock by `step`, deliver, evaluate, and run what was requested; the runs' outcomes."""
+    def tick(self, step: timedelta, evaluated: Callable[[], None] | None = None) -> list[str]:
+        """Advance the clock by `step`, deliver, evaluate (then call `evaluated`, if given), and run what
+        was requested; the runs' outcomes."""
         self.clock += step
         self.ticks += 1
         self.deliver()
@@ -161,16 +162,19 @@ class Soak:
             defs=self.definitions, instance=self.instance, cursor=self.cursor, evaluation_time=self.clock
         )
         self.cursor, self.last_evaluation = result.cursor, result
+        if evaluated is not None:
+            evaluated()
         launched = []
-        by_partitions: dict[tuple[str, ...], list[AssetKey]] = {}
-        keys = self.definitions.resolve_asset_graph().get_all_asset_keys()
-        for key in sorted((k for k in keys if result.get_num_requested(k)), key=layer):
+        # As the daemon groups a request into runs: by partitions definition and requested partitions.
+        by_partitions: dict[tuple, list[AssetKey]] = {}
+        graph = self.definitions.resolve_asset_graph()
+        for key in sorted((k for k in graph.get_all_asset_keys() if result.get_num_requested(k)), key=layer):
             if key.path[0] == "archive":
                 launched.append(self.run([key], {}))
                 continue
             partitions = tuple(sorted(p for p in result.get_requested_partitions(key) if p))
-            by_partitions.setdefault(partitions, []).append(key)
-        for partitions, keys in by_partitions.items():
+            by_partitions.setdefault((graph.get(key).partitions_def, partitions), []).append(key)
+        for (_, partitions), keys in by_partitions.items():
             for first, last in contiguous_ranges(partitions):
                 launched.append(self.run(keys, {RANGE_START: first, RANGE_END: last}))
         return launched
@@ -201,7 +205,11 @@ class Soak:
                 resources=self.resources,
                 raise_on_error=False,
             )
-        outcome = "ok" if result.success else ("crash" if failpoint else "failed")
+        # A crash is a failure at the armed failpoint; any other failure is a failure.
+        failures = [e.step_failure_data.error for e in result.all_events if e.is_step_failure]
+        messages = [error.to_string() for error in failures if error is not None]
+        crashed = failpoint is not None and any("failpoint: the run worker died here" in m for m in messages)
+        outcome = "ok" if result.success else ("crash" if crashed else "failed")
         self.runs[outcome] += 1
         names = tuple(k.path[-1] for k in keys)
         self.history.append((self.ticks, names, tags.get(RANGE_START, ""), tags.get(RANGE_END, ""), outcome))

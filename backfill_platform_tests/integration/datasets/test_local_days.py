@@ -22,7 +22,7 @@ from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.partitions import dataset_partitions
 from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED, production_key
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, EVENTS_VALIDATED, ROW_COUNTS
-from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
 from backfill_platform.specs.stream import StreamSpec
@@ -126,8 +126,8 @@ def test_a_daily_dataset_of_a_zone_equals_its_local_days_of_hourly_events(
 
 def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir, spark, spark_resource):
     """A run of New York days given hour tags (as a GraphQL `launchRun` selecting hours and days can be):
-    Dagster would read the hour keys' `-04:00` as an offset and derive four days from three days of hours.
-    The platform refuses it before reading anything; nothing is written."""
+    Dagster would read the hour keys' `-04:00` as a UTC offset and derive New York days the run's hours do
+    not hold. The platform refuses it before reading anything; nothing is written."""
     first, days, zone, local_days, _ = CASES["autumn-both"]
     stream = hourly_stream(playback, data_dir, first, days)
     spec = DatasetSpec.model_validate(local_daily_data("plays_new_york_mixed_run", stream.name, zone))
@@ -150,3 +150,4 @@ def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir
     assert "runs of their own" in message
     assert not result.get_asset_materialization_events()
     assert not table_exists(spark, production_table(spark, spec))
+    assert not table_exists(spark, shadow_table(spark, spec, "v1"))

@@ -180,9 +180,7 @@ def converged(soak: Soak, monkeypatch_module):
         if tick == in_flight_tick:
             day = (s.clock - timedelta(days=2)).date()
             s.late_in_flight = (at(day, 23), at(day, 24 + 3))
-        launched = s.tick(TICK)
-        if os.environ.get("SOAK_DEBUG"):
-            explain(s)
+        launched = s.tick(TICK, (lambda: explain(s)) if os.environ.get("SOAK_DEBUG") else None)
         if any(outcome != "observe" for outcome in launched):
             last_run_tick = s.ticks
         assert s.ticks < TICKS_PER_DAY * (DAYS + 1) + 6 * DRAIN_TICKS, (
