@@ -54,10 +54,22 @@ from dagster._core.instance import DynamicPartitionsStore
 # method of a public class), neither exported. `orchestration/runs/launcher.py` tells run monitoring
 # whether a run's worker is alive.
 from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
-from dagster._core.storage.tags import RUN_FAILURE_REASON_TAG
+
+# ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG, PARTITION_NAME_TAG: the run tags that
+# name a run's partitions (a range, or one), which every run the platform launches sets and every asset
+# reads back (`pipeline/partitions.py`); Dagster exports no name for them.
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    PARTITION_NAME_TAG,
+    RUN_FAILURE_REASON_TAG,
+)
 
 __all__ = [
+    "ASSET_PARTITION_RANGE_END_TAG",
+    "ASSET_PARTITION_RANGE_START_TAG",
     "DATA_VERSION_TAG",
+    "PARTITION_NAME_TAG",
     "RUN_FAILURE_REASON_TAG",
     "AllPartitionsSubset",
     "AssetCheckEvaluationTargetMaterializationData",

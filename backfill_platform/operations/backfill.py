@@ -15,6 +15,7 @@ from datetime import date, datetime
 from dagster import AssetKey
 from rich.table import Table
 
+from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.operations.ledger_view import Row, production_label
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.promotion.assets import production_key
@@ -128,8 +129,8 @@ class BackfillRequest:
         ticket, and the days before the range that lookbacks read."""
         keys = keys or self.days
         tags = {
-            "dagster/asset_partition_range_start": keys[0],
-            "dagster/asset_partition_range_end": keys[-1],
+            ASSET_PARTITION_RANGE_START_TAG: keys[0],
+            ASSET_PARTITION_RANGE_END_TAG: keys[-1],
             PROMOTION_POLICY_TAG: self.policy,
         }
         if self.days_before and with_days_before:

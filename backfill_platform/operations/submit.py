@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest
 from backfill_platform.operations.graphql import GraphQLClient, SubmitError, missing_assets, wait_until_loaded
 from backfill_platform.operations.read_back import events_over_graphql, read_back
@@ -196,8 +197,8 @@ def _partitions(request: BackfillRequest) -> list[str] | dict[tuple[str, ...], t
     ranges = {}
     for run in request.runs():
         keys = [
-            run.tags["dagster/asset_partition_range_start"],
-            run.tags["dagster/asset_partition_range_end"],
+            run.tags[ASSET_PARTITION_RANGE_START_TAG],
+            run.tags[ASSET_PARTITION_RANGE_END_TAG],
         ]
         ranges |= {tuple(key.path): (keys[0], keys[1]) for key in run.asset_keys}
     return ranges

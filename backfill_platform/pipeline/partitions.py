@@ -20,6 +20,11 @@ from dagster import (
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from backfill_platform.dagster_internals import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    PARTITION_NAME_TAG,
+)
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.grain import Grain
@@ -27,9 +32,6 @@ from backfill_platform.specs.stream import StreamSpec
 
 # The key format of the archive's hourly ingestion partitions.
 HOUR_KEY = "%Y-%m-%d-%H:%M"
-# The tags that name a run's partitions: one, or a range.
-PARTITION_TAG = "dagster/partition"
-RANGE_START_TAG, RANGE_END_TAG = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def event_partitions(spec: StreamSpec) -> TimeWindowPartitionsDefinition:
@@ -116,10 +118,12 @@ def run_partitions_are_mine(context: AssetExecutionContext) -> None:
     hourly format cannot read a day.)"""
     tags = context.run.tags
     # As Dagster reads them: one partition's tag first, else the range's.
-    if PARTITION_TAG in tags:
-        asked = [tags[PARTITION_TAG]]
+    if PARTITION_NAME_TAG in tags:
+        asked = [tags[PARTITION_NAME_TAG]]
     else:
-        asked = [tags[t] for t in (RANGE_START_TAG, RANGE_END_TAG) if t in tags]
+        asked = [
+            tags[t] for t in (ASSET_PARTITION_RANGE_START_TAG, ASSET_PARTITION_RANGE_END_TAG) if t in tags
+        ]
     if not asked:
         return
     try:

@@ -36,13 +36,17 @@ PLATFORM_ASSETS = {
 
 def _range_tags(variant: str, start: datetime, end: datetime) -> dict[str, str]:
     """The run's partition range: its days, or its hours for the hourly variant."""
+    from backfill_platform.dagster_internals import (
+        ASSET_PARTITION_RANGE_END_TAG,
+        ASSET_PARTITION_RANGE_START_TAG,
+    )
     from backfill_platform.devtools.demo.story import range_tags
 
     if variant.endswith("_hourly"):
         last = end - timedelta(hours=1)
         return {
-            "dagster/asset_partition_range_start": f"{start:%Y-%m-%d-%H}:00",
-            "dagster/asset_partition_range_end": f"{last:%Y-%m-%d-%H}:00",
+            ASSET_PARTITION_RANGE_START_TAG: f"{start:%Y-%m-%d-%H}:00",
+            ASSET_PARTITION_RANGE_END_TAG: f"{last:%Y-%m-%d-%H}:00",
         }
     return range_tags(start.date(), (end - DAY).date())
 

@@ -33,6 +33,7 @@ from rich.table import Table
 
 from backfill_platform import settings
 from backfill_platform.components.registry import package_project, project_specs
+from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.devtools.demo.attribution import attribution_story
 from backfill_platform.devtools.demo.hours import hours_story, new_york_days
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
@@ -65,8 +66,8 @@ def instance() -> DagsterInstance:
 
 def range_tags(start: date, end: date, **extra: str) -> dict[str, str]:
     return {
-        "dagster/asset_partition_range_start": start.isoformat(),
-        "dagster/asset_partition_range_end": end.isoformat(),
+        ASSET_PARTITION_RANGE_START_TAG: start.isoformat(),
+        ASSET_PARTITION_RANGE_END_TAG: end.isoformat(),
         **extra,
     }
 
