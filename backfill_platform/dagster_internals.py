@@ -65,6 +65,25 @@ from dagster._core.storage.tags import (
     RUN_FAILURE_REASON_TAG,
 )
 
+# _WHITELIST_MAP: Dagster's registry of the classes its snapshots may hold. The code location's snapshot
+# carries a partition mapping only if it is an instance of a built-in mapping class, and writes it under
+# its class's registered name; Dagster's webserver and daemon read the snapshot, never the code, and
+# infer a time-window mapping for any other (which raises across time zones). `serialize_as_builtin`
+# lets a subclass of a built-in mapping be written under its base class's name, so the host side reads
+# the base class (`pipeline/source_window_mapping.py` `LocalDaysMapping`: `AllPartitionMapping` there).
+# A public way would be a hook on `PartitionMapping` naming its host-side stand-in; there is none.
+from dagster_shared.serdes.serdes import _WHITELIST_MAP
+
+
+def serialize_as_builtin(subclass: type, builtin: type) -> None:
+    """Write instances of `subclass` into snapshots as `builtin` (its base class, a built-in Dagster
+    class): its registered serializer, which packs the base class's fields only (none of the subclass's
+    attributes) under the base class's name. Idempotent."""
+    if not issubclass(subclass, builtin):
+        raise TypeError(f"{subclass.__name__} must subclass {builtin.__name__}")
+    _WHITELIST_MAP.object_serializers[subclass.__name__] = _WHITELIST_MAP.object_serializers[builtin.__name__]
+
+
 __all__ = [
     "ASSET_PARTITION_RANGE_END_TAG",
     "ASSET_PARTITION_RANGE_START_TAG",
@@ -82,4 +101,5 @@ __all__ = [
     "TimeWindowPartitionsSubset",
     "UpstreamPartitionsResult",
     "WorkerStatus",
+    "serialize_as_builtin",
 ]

@@ -8,14 +8,16 @@ partitions whose intervals it overlaps. A New York day of 25 hours (the day summ
 its 25 UTC hours; a UTC day on its 24.
 
 Dagster's `TimeWindowPartitionMapping` maps hours to days of the same time zone, and refuses two zones
-("Timezones … don't match"). Like every mapping that is not one of Dagster's built-in classes, this one is
-left out of the code location's snapshot: the webserver and daemon infer `TimeWindowPartitionMapping`
-there. Within one zone (UTC hours under UTC days) that is this same mapping without the lookback; across
-zones it raises when asked, and the webserver asks for every parent of every asset of an asset backfill
-before creating it: a backfill that touches a local-day dataset, even of its days alone, is refused at
-launch (a single run of one day, what the UI launches for one partition, is not). `backfill-platform
-backfill` runs in the code location and maps exactly, and so does the daily refresh (its automation
-sensor runs there too).
+("Timezones … don't match"). Dagster's webserver and daemon do not run the code location's code: they see a
+mapping only through the code location's snapshot, which holds Dagster's built-in mapping classes alone
+and otherwise infers `TimeWindowPartitionMapping`. Within one zone (UTC hours under UTC days) that is this
+same mapping without the lookback. Across zones it raises wherever the host side walks the edge: the
+backfill daemon walks every child of every asset an asset backfill targets (an hourly stream's events
+reach its local-day dataset even when that dataset is not targeted), and the webserver maps every parent
+before launching one. So a mapping across zones is `LocalDaysMapping`: exact here, and seen there as
+`AllPartitionMapping` (every source partition feeds every local day), which never raises and errs on the
+safe side: an asset backfill that targets both the source and local days runs the days after all of its
+source partitions (not only theirs), and a failed source partition holds back all of its local days.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from dagster import (
+    AllPartitionMapping,
     DagsterInvalidDefinitionError,
     PartitionMapping,
     PartitionsDefinition,
@@ -32,7 +35,11 @@ from dagster import (
     partition_loading_context,
 )
 
-from backfill_platform.dagster_internals import PartitionsSubset, UpstreamPartitionsResult
+from backfill_platform.dagster_internals import (
+    PartitionsSubset,
+    UpstreamPartitionsResult,
+    serialize_as_builtin,
+)
 from backfill_platform.pipeline.hour_mapping import clip_to_partitions, subset_windows
 
 if TYPE_CHECKING:
@@ -107,6 +114,88 @@ class SourceWindowMapping(PartitionMapping):
             ]
             existing, _ = clip_to_partitions(downstream_partitions_def, wanted)
         return existing
+
+
+class LocalDaysMapping(AllPartitionMapping):
+    """Local days ← the UTC source partitions (hours, or days) their intervals overlap: `SourceWindowMapping`
+    in the code location (runs, the daily refresh), `AllPartitionMapping` in Dagster's webserver and daemon.
+
+    Only a subclass of a built-in mapping is carried in the code location's snapshot; this one is written
+    there under its base class's name (`serialize_as_builtin`), so the host side reads an
+    `AllPartitionMapping` and never compares the two zones. Every method of the protocol is this class's
+    own (the exact mapping's): none of `AllPartitionMapping`'s behaviour is used in the code location.
+    """
+
+    exact: SourceWindowMapping
+
+    def __new__(cls, lookback: timedelta = timedelta(0)) -> LocalDaysMapping:
+        mapping = super().__new__(cls)
+        mapping.exact = SourceWindowMapping(lookback)
+        return mapping
+
+    @property
+    def lookback(self) -> timedelta:
+        return self.exact.lookback
+
+    # A NamedTuple without fields: every instance would compare equal to every other one (and to
+    # `AllPartitionMapping()`); the lookback tells them apart.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LocalDaysMapping) and other.exact == self.exact
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.exact))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(lookback={self.lookback!r})"
+
+    @property
+    def description(self) -> str:
+        return (
+            f"{self.exact.description} Dagster's webserver and daemon, which cannot map across time zones, "
+            "see every source partition feeding every local day."
+        )
+
+    def validate_partition_mapping(
+        self,
+        upstream_partitions_def: PartitionsDefinition,
+        downstream_partitions_def: PartitionsDefinition | None,
+    ) -> None:
+        self.exact.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
+
+    def get_upstream_mapped_partitions_result_for_partitions(
+        self,
+        downstream_partitions_subset: PartitionsSubset | None,
+        downstream_partitions_def: PartitionsDefinition | None,
+        upstream_partitions_def: PartitionsDefinition,
+        current_time: datetime | None = None,
+        dynamic_partitions_store: DynamicPartitionsStore | None = None,
+    ) -> UpstreamPartitionsResult:
+        return self.exact.get_upstream_mapped_partitions_result_for_partitions(
+            downstream_partitions_subset,
+            downstream_partitions_def,
+            upstream_partitions_def,
+            current_time,
+            dynamic_partitions_store,
+        )
+
+    def get_downstream_partitions_for_partitions(
+        self,
+        upstream_partitions_subset: PartitionsSubset,
+        upstream_partitions_def: PartitionsDefinition,
+        downstream_partitions_def: PartitionsDefinition | None,
+        current_time: datetime | None = None,
+        dynamic_partitions_store: DynamicPartitionsStore | None = None,
+    ) -> PartitionsSubset:
+        return self.exact.get_downstream_partitions_for_partitions(
+            upstream_partitions_subset,
+            upstream_partitions_def,
+            downstream_partitions_def,
+            current_time,
+            dynamic_partitions_store,
+        )
+
+
+serialize_as_builtin(LocalDaysMapping, AllPartitionMapping)
 
 
 def covering(

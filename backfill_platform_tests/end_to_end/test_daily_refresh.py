@@ -34,16 +34,24 @@ shared instance where the UI tests count them). A team's project holds only its 
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
+import shutil
 import time
 from datetime import UTC, date, datetime, timedelta
+from datetime import time as dt_time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
+from pyspark.sql import functions as F
 
+from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
 from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
 from backfill_platform.pipeline.events.completeness import required_hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.partitions import HOUR_KEY
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.dagster_dev import dagster_dev_server
@@ -76,7 +84,7 @@ from backfill_platform_tests.support.daily_refresh import (
     write_late_files,
 )
 from backfill_platform_tests.support.datasets import production
-from backfill_platform_tests.support.lakehouse import own_data_dir
+from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 
 # Server start (up to 3 min) + both phases (REFRESH_TIMEOUT_SECONDS) + the final reads.
 pytestmark = [pytest.mark.other_writers, pytest.mark.timeout(2100), pytest.mark.long_running(minutes=8)]
@@ -119,6 +127,20 @@ from backfill_platform.defs.attributed_plays.transform import attributed_v2
 def v2({STREAM}, {IMPRESSIONS_STREAM}):
     return attributed_v2({STREAM}, {IMPRESSIONS_STREAM})
 """
+
+# The hourly copy of the stream and the New York days rolled up from its hours (the shipped `plays_new_york`):
+# a local-day dataset in the code location, whose mapping Dagster's daemon cannot compute across zones.
+HOURLY_STREAM = "playback_hourly_live"
+NEW_YORK = "plays_new_york_live"
+HOURLY_EVENTS = ["raw", f"{HOURLY_STREAM}_events"]
+HOURLY_ARCHIVE = ["archive", f"{HOURLY_STREAM}_archive"]
+NEW_YORK_PRODUCTION = production(NEW_YORK).path
+# Its late file: starts at 15:xx UTC of the middle day, delivered in its ingestion hour 20:00 (5 hours late,
+# within the 8 hours allowed). The hours whose read windows hold 20:00 (11:00-21:00 UTC) all lie in the
+# middle day's New York day (05:00 UTC to 05:00 UTC the next day, standard time): one local day re-derived.
+HOURLY_LATE_INGESTION_HOUR = 20
+HOURLY_LATE_EVENT_HOUR = 15
+HOURLY_LATE_PLAYS = "late-hourly-"
 
 LATE_TITLE = "t0001"
 LATE_STARTS = 3
@@ -164,12 +186,28 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
     join["expected_rows"]["source"] = STREAM
     join["versions"] = {"v2": {"transform": "attribution.py:v2"}}
 
+    # The shipped hourly stream and its New York days, on a copy of the same archive (its own late file).
+    hourly = hourly_stream_data(start)
+    new_york = builtin_spec_data("plays_new_york")
+    new_york.update(name=NEW_YORK, source_stream=HOURLY_STREAM)
+
     project = team_project(
         tmp_path_factory.mktemp("daily_refresh_project") / PROJECT,
-        {STREAM: stream, DATASET: dataset, IMPRESSIONS_STREAM: impressions, JOIN: join},
+        {
+            STREAM: stream,
+            DATASET: dataset,
+            IMPRESSIONS_STREAM: impressions,
+            JOIN: join,
+            HOURLY_STREAM: hourly,
+            NEW_YORK: new_york,
+        },
     )
     (project / PROJECT / "defs" / JOIN / "attribution.py").write_text(JOIN_TRANSFORM)
-    return live_archives(refresh_data, spec, IMPRESSIONS_STREAM, project, SETTLED_DAYS, EVENTS_PER_DAY, SEED)
+    streams = live_archives(
+        refresh_data, spec, IMPRESSIONS_STREAM, project, SETTLED_DAYS, EVENTS_PER_DAY, SEED
+    )
+    shutil.copytree(streams.archive, refresh_data / "archive" / HOURLY_STREAM)
+    return streams
 
 
 @pytest.fixture(scope="module")
@@ -203,6 +241,20 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     assert affected == [d for d in days if hour in required_hours(live.spec, date.fromisoformat(d))]
     assert live.middle.isoformat() in affected and len(affected) < len(days), affected
     untouched = [d for d in days if d not in affected]
+    # The hourly copy's late file: the hours whose read windows hold its ingestion hour (the automation's
+    # own mapping), all of them in the middle day's New York day.
+    hourly_spec = StreamSpec.model_validate(hourly_stream_data(live.days[0]))
+    late_hour = datetime.combine(live.middle, dt_time(HOURLY_LATE_INGESTION_HOUR), tzinfo=UTC)
+    first_hour, end_hour = ArchiveReadWindowMapping.for_stream(hourly_spec).days_window(
+        late_hour, late_hour + timedelta(hours=1)
+    )
+    affected_hours = hour_keys(first_hour, end_hour)
+    assert {new_york_day(key) for key in affected_hours} == {live.middle.isoformat()}, affected_hours
+    all_hours = hour_keys(
+        datetime.combine(live.days[0], dt_time(), tzinfo=UTC), late_hour + timedelta(days=1)
+    )
+    # New York days certainly settled now: the first two (the third ends at 05:00 UTC the day after it).
+    new_york_days = days[:2]
 
     ensure_namespaces(spark, refresh_data)
     began = time.time()
@@ -213,12 +265,20 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
 
         # 1. Every settled day is observed, derived, validated and promoted, unattended.
         watch.until(
-            "every settled day promoted", lambda: promoted_since(dev, PRODUCTIONS, days, began) >= set(days)
+            "every settled day promoted, and the New York days of the hourly stream",
+            lambda: (
+                promoted_since(dev, PRODUCTIONS, days, began) >= set(days)
+                and promoted_since(dev, [NEW_YORK_PRODUCTION], new_york_days, began) >= set(new_york_days)
+            ),
         )
         promoted_at = time.time()
         watch.quiet("the first promotions done")
         before = lake_state(spark, refresh_data, DATASET, live.days)
         join_before = join_state(spark, refresh_data, JOIN, live.days)
+        new_york_before = plays_per_day(spark, refresh_data, NEW_YORK, new_york_days)
+        hourly_late_written = write_hourly_late_file(
+            refresh_data / "archive" / HOURLY_STREAM, hourly_spec, late_hour, live.middle
+        )
 
         # 2. A late file in an hour the affected days have read; then only watching.
         late_path, late_written = write_late_files(
@@ -231,8 +291,17 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
             impression_id=LATE_IMPRESSION_ID,
         )
         watch.until(
-            f"days {affected} re-promoted after the late file {late_path.name}",
-            lambda: promoted_since(dev, PRODUCTIONS, affected, late_written) >= set(affected),
+            f"days {affected} re-promoted after the late file {late_path.name}, and New York {live.middle} "
+            "after the hourly one",
+            lambda: (
+                promoted_since(dev, PRODUCTIONS, affected, late_written) >= set(affected)
+                and promoted_since(dev, [NEW_YORK_PRODUCTION], [live.middle.isoformat()], hourly_late_written)
+            ),
+        )
+        new_york_repromoted_at = max(
+            m["timestamp"]
+            for m in materialized_at(dev, NEW_YORK_PRODUCTION, [live.middle.isoformat()])
+            if m["timestamp"] > hourly_late_written
         )
         repromoted_at = max(
             m["timestamp"]
@@ -246,6 +315,7 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     assert stopped["status"] == "STOPPED"
     after = lake_state(spark, refresh_data, DATASET, live.days)
     join_after = join_state(spark, refresh_data, JOIN, live.days)
+    new_york_after = plays_per_day(spark, refresh_data, NEW_YORK, new_york_days)
     all_runs, all_backfills, sensor_ticks = runs(dev), backfills(dev), ticks(dev, selector)
 
     # For the closing note, before the assertions: the timings and every run the sensor launched.
@@ -270,6 +340,10 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     print(
         f"[daily_refresh] late file written -> affected days re-promoted (production materialized): "
         f"{repromoted_at - late_written:.0f}s"
+    )
+    print(
+        f"[daily_refresh] hourly late file written (ingestion hour {late_hour:%Y-%m-%d %H}:00) -> New York "
+        f"{live.middle} re-promoted: {new_york_repromoted_at - hourly_late_written:.0f}s"
     )
     print(
         f"[daily_refresh] {len(all_runs)} runs, {len(all_backfills)} backfills, {len(sensor_ticks)} ticks; runs:"
@@ -308,6 +382,17 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     changed = {p for p in set(join_before) | set(join_after) if join_before.get(p) != join_after.get(p)}
     assert changed == late_plays | {play_id}, sorted(changed)[:10]
 
+    # The hourly late file re-derived exactly the hours whose windows hold its ingestion hour, then the New
+    # York day holding them; that day counts the late plays, every other row and day is unchanged.
+    assert days_materialized_after(dev, HOURLY_EVENTS, all_hours, hourly_late_written) == set(affected_hours)
+    for asset in (["shadow", f"{NEW_YORK}__v1"], NEW_YORK_PRODUCTION):
+        assert days_materialized_after(dev, asset, days, hourly_late_written) == {middle}, asset
+    late_key = (middle, LATE_TITLE)
+    assert new_york_after[late_key] == new_york_before.get(late_key, 0) + LATE_STARTS
+    assert {k: v for k, v in new_york_after.items() if k != late_key} == {
+        k: v for k, v in new_york_before.items() if k != late_key
+    }
+
     # Nobody clicked: every backfill and run of this instance was launched by the sensor, on one of its ticks.
     tick_ids = {tick["tickId"] for tick in sensor_ticks}
     launched = {run_id for tick in sensor_ticks for run_id in tick["runIds"]}
@@ -333,10 +418,70 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
         assert (
             run.tags.get(BACKFILL_TAG) in backfill_ids if BACKFILL_TAG in run.tags else run.run_id in launched
         )
-    # Every run of the live stream succeeded (the other streams' missing days fail, as a lost archive must).
-    live_runs = [
-        r
-        for r in all_runs
-        if any(a.split("/", 1)[1].startswith((STREAM, DATASET, IMPRESSIONS_STREAM, JOIN)) for a in r.assets)
+    # Nothing failed: every run and every backfill of the instance succeeded (Dagster's backfill daemon maps
+    # the hourly stream's partitions to the New York days' through what the snapshot holds, see
+    # `LocalDaysMapping`).
+    assert all_runs and all(r.status == "SUCCESS" for r in all_runs), [r.describe() for r in all_runs]
+    assert all(b["status"] == "COMPLETED_SUCCESS" for b in all_backfills), all_backfills
+
+
+# --- the hourly copy and its New York days -------------------------------------------------------------
+
+
+def hourly_stream_data(first: date) -> dict:
+    """The shipped hourly stream as the team declares it: from `first`, observed every minute, on its copy of
+    the live archive."""
+    hourly = builtin_spec_data("playback_hourly")
+    hourly.update(name=HOURLY_STREAM, first_partition=first.isoformat(), archive_observation_cron="* * * * *")
+    hourly["archive"]["location"] = f"archive/{HOURLY_STREAM}"
+    return hourly
+
+
+def hour_keys(start: datetime, end: datetime) -> list[str]:
+    """The keys of the UTC hours in [start, end)."""
+    count = int((end - start) / timedelta(hours=1))
+    return [(start + timedelta(hours=i)).strftime(HOUR_KEY) for i in range(count)]
+
+
+def new_york_day(hour_key: str) -> str:
+    """The New York day holding the UTC hour `hour_key` (its start)."""
+    start = datetime.strptime(hour_key, HOUR_KEY).replace(tzinfo=UTC)
+    return start.astimezone(ZoneInfo(new_york_zone())).date().isoformat()
+
+
+def new_york_zone() -> str:
+    return builtin_spec_data("plays_new_york")["partition_timezone"]
+
+
+def write_hourly_late_file(archive: Path, spec: StreamSpec, hour: datetime, day: date) -> float:
+    """`LATE_STARTS` starts of `LATE_TITLE` at `HOURLY_LATE_EVENT_HOUR`:xx of `day`, delivered late in the
+    ingestion hour `hour` (already read); when it was written."""
+    events = [
+        {
+            "event_id": f"{HOURLY_LATE_PLAYS}{i}",
+            "event_time": f"{day.isoformat()}T{HOURLY_LATE_EVENT_HOUR}:{10 * (i + 1):02d}:00.000Z",
+            "user_id": "u000001",
+            "title_id": LATE_TITLE,
+            "event_type": "start",
+            "position_sec": 0,
+            "device": "web",
+        }
+        for i in range(LATE_STARTS)
     ]
-    assert live_runs and all(r.status == "SUCCESS" for r in live_runs), [r.describe() for r in live_runs]
+    folder = archive / hour.strftime(spec.archive.layout)
+    assert folder.is_dir(), f"{folder}: the hour must have been archived (and read) already"
+    path = folder / f"playback-{hour:%Y-%m-%d-%H}-late-0003.jsonl.gz"
+    partial = folder / f".{path.name}.partial"  # not an archive file name: never listed half-written
+    partial.write_bytes(gzip.compress("".join(json.dumps(e) + "\n" for e in events).encode()))
+    os.replace(partial, path)
+    return time.time()
+
+
+def plays_per_day(spark, data_dir: Path, dataset: str, days: list[str]) -> dict[tuple[str, str], int]:
+    """(New York day, title) -> plays in `dataset`'s production, read through a Spark session of the server's
+    lakehouse."""
+    session = lakehouse_session(spark, data_dir)
+    table = table_id(session, PROD_NAMESPACE, dataset)
+    session.sql(f"REFRESH TABLE {table}")
+    rows = session.table(table).where(F.col("event_date").isin(days)).collect()
+    return {(r["event_date"].isoformat(), r["title_id"]): r["plays"] for r in rows}

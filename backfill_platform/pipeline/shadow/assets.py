@@ -31,7 +31,7 @@ from backfill_platform.pipeline.shadow.validate import (
     MAX_DIVERGENCE_TAG,
     validate_shadow,
 )
-from backfill_platform.pipeline.source_window_mapping import SourceWindowMapping
+from backfill_platform.pipeline.source_window_mapping import LocalDaysMapping, SourceWindowMapping
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.tables.dataset_tables import (
     conform,
@@ -197,6 +197,9 @@ def source_dep(source: SourceInput, stream: StreamSpec, grain: Grain) -> AssetDe
     location (see `lookback_mapping` for what asset backfills see). A dataset of another grain than its
     source (days over hours, local days) reads the source partitions its interval overlaps
     (`source_window_mapping`)."""
+    if grain.local:
+        # Across time zones: what Dagster's webserver and daemon can walk (`LocalDaysMapping`).
+        return AssetDep(events_key(stream), partition_mapping=LocalDaysMapping(source.lookback))
     if grain != stream.grain:
         return AssetDep(events_key(stream), partition_mapping=SourceWindowMapping(source.lookback))
     if not source.partitions_back(grain):
