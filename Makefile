@@ -168,12 +168,13 @@ jars-lock: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.kafka_broker.classpath --lock
 	$(BIN)/python -m backfill_platform.devtools.kafka_connect.classpath --lock
 
-# Apache Iceberg's REST catalog server in the foreground (Ctrl-C stops it), on REST_PORT of every interface,
+# Apache Iceberg's REST catalog server in the foreground (Ctrl-C stops it), on 127.0.0.1:REST_PORT (it is
+# unauthenticated: REST_HOST=0.0.0.0 for every interface, on a network you trust),
 # its catalog and log under data/rest-catalog. The warehouse: REST_WAREHOUSE (default a local folder under
 # data/; s3://bucket/prefix with the standard AWS variables). It prints the variables that point the platform
 # at it (docs/deployment.md, "Where things run").
 rest-catalog: setup
-	$(BIN)/python -m backfill_platform.devtools.rest_catalog --port $(REST_PORT) $(if $(REST_WAREHOUSE),--warehouse $(REST_WAREHOUSE))
+	$(BIN)/python -m backfill_platform.devtools.rest_catalog --port $(REST_PORT) $(if $(REST_HOST),--host $(REST_HOST)) $(if $(REST_WAREHOUSE),--warehouse $(REST_WAREHOUSE))
 
 # A single-node Apache Kafka broker (KRaft) in the foreground on 127.0.0.1:KAFKA_PORT, formatted afresh under
 # data/kafka at each start; it prints the variable that points a replay at it (docs/s3-and-replay.md, "Online replay to Kafka").

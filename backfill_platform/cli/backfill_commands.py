@@ -153,6 +153,7 @@ def backfill(
     dataset give hours (UTC): --start 2026-10-01T14:10 --end 2026-10-01T15:40 runs 14:00 and 15:00.
     """
     from backfill_platform.components.registry import project_specs
+    from backfill_platform.masking import has_userinfo, mask
     from backfill_platform.operations.backfill import (
         POLICIES,
         BackfillRequest,
@@ -183,7 +184,12 @@ def backfill(
     shown = (first, after) if spec.grain.unit == "day" else (request.days[0], spec.grain.key(after))
     title = f"{dataset} {shown[0]}…{shown[1]} (exclusive): {what}"
     if instance_url:
-        with refusals(), progress_display(console, f"{title}, backfill at {instance_url}") as update:
+        if has_userinfo(instance_url):
+            raise click.ClickException(
+                f"--instance {mask(instance_url)} holds credentials before its host: give the webserver's "
+                "URL without them (the platform sends none, and a URL is shown in messages)"
+            )
+        with refusals(), progress_display(console, f"{title}, backfill at {mask(instance_url)}") as update:
             try:
                 outcome = submit_backfill(request, instance_url, on_progress=backfill_update(update))
             except SubmitError as error:

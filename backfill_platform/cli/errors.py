@@ -4,23 +4,23 @@ Every command runs inside `RefusingGroup`, which turns the platform's refusals (
 range, a promotion or a replay refused: `ValueError`s and the refusal types) and the environment's
 predictable failures (no AWS region or credentials, a catalog that cannot be reached, a file that cannot
 be opened) into a `click.ClickException`. The message comes from data, so control characters are made
-visible (`operations.terminal.visible`) and a `user:password@` in a URL is masked. Anything else is a bug
-of the platform and keeps its traceback.
+visible (`operations.terminal.visible`) and secrets are masked (`masking.mask`: a URL's `user:password@`, a
+bearer token, a secret variable's value). A catalog that cannot be used (`LakehouseConfigError`) and one that
+answers an error (PyIceberg's, or an HTTP error of `requests`) are refusals too, their text masked. Anything
+else is a bug of the platform and keeps its traceback, its message masked.
 """
 
 from __future__ import annotations
 
-import re
-
 import click
 
+from backfill_platform.masking import mask, mask_exception
 from backfill_platform.operations.terminal import visible
-
-_CREDENTIALS_IN_URL = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 
 
 def message_of(error: BaseException) -> str | None:
     """The one-line message of an error the command line answers with a refusal, or None for a bug."""
+    from backfill_platform.lakehouse.preflight import LakehouseConfigError
     from backfill_platform.pipeline.promotion.adopt import AdoptRefused
     from backfill_platform.pipeline.promotion.gate import PromotionRefused
     from backfill_platform.pipeline.promotion.revert import RevertRefused
@@ -28,8 +28,13 @@ def message_of(error: BaseException) -> str | None:
 
     if isinstance(error, AdoptRefused | PromotionRefused | RevertRefused | ReplayError | ValueError):
         return str(error)
+    if isinstance(error, LakehouseConfigError):
+        return str(error)
     module = type(error).__module__
     name = type(error).__name__
+    if module.startswith(("pyiceberg.exceptions", "requests.exceptions")):
+        first = str(error).strip().splitlines()[0] if str(error).strip() else name
+        return f"the Iceberg catalog answered an error ({name}): {first[:400]}"
     if module.startswith("botocore") and name == "NoRegionError":
         return "no AWS region is configured: set AWS_REGION (or AWS_DEFAULT_REGION, or the profile's region)"
     if module.startswith("botocore") and name in ("NoCredentialsError", "PartialCredentialsError"):
@@ -49,7 +54,7 @@ def refusal(error: BaseException) -> click.ClickException | None:
     message = message_of(error)
     if message is None:
         return None
-    return click.ClickException(_CREDENTIALS_IN_URL.sub(r"\1***@", visible(message)))
+    return click.ClickException(visible(mask(message)))
 
 
 class RefusingGroup(click.Group):
@@ -63,5 +68,5 @@ class RefusingGroup(click.Group):
         except Exception as error:
             answer = refusal(error)
             if answer is None:
-                raise
+                raise mask_exception(error)  # noqa: B904 - the same error, its traceback kept
             raise answer from None

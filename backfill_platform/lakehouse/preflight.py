@@ -8,6 +8,10 @@ the first write (after the archive was read). Checked here:
 - a REST catalog answers `GET /v1/config` (a refused bearer token is named as such);
 - an `s3://` warehouse's bucket exists and the AWS credentials of the default chain may see it
   (`HeadBucket` through boto3, at the endpoint and region the catalog's S3FileIO will use).
+
+The error is raised in a run, where Dagster stores its text: a `LakehouseConfigError` masks its message as it
+is made (`masking.mask`: URL userinfo, bearer tokens, the catalog's secrets), and a catalog's error body is
+never quoted unmasked (one that echoes the request's headers would hand back the token).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable
 from typing import Protocol
 
 from backfill_platform import settings
+from backfill_platform.masking import mask
 
 TIMEOUT_SECONDS = 10.0
 
@@ -43,7 +49,11 @@ class CatalogSettings(Protocol):
 
 
 class LakehouseConfigError(RuntimeError):
-    """The lakehouse settings do not reach a usable catalog or warehouse; the message names which."""
+    """The lakehouse settings do not reach a usable catalog or warehouse; the message names which, masked
+    (`masking.mask`, and `secrets` besides) before anything can print or store it."""
+
+    def __init__(self, message: str, secrets: Iterable[str | None] = ()) -> None:
+        super().__init__(mask(message, [secret for secret in secrets if secret]))
 
 
 def check_lakehouse(catalog: CatalogSettings, timeout: float = TIMEOUT_SECONDS) -> None:
@@ -66,6 +76,7 @@ def check_rest_catalog(catalog: CatalogSettings, timeout: float) -> None:
     if catalog.rest_token:
         request.add_header("Authorization", f"Bearer {catalog.rest_token}")
     where = f"the Iceberg REST catalog at {catalog.rest_uri} ({settings.CATALOG_URI_ENV})"
+    secrets = (catalog.rest_token, catalog.rest_credential)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read()
@@ -77,16 +88,21 @@ def check_rest_catalog(catalog: CatalogSettings, timeout: float) -> None:
                 f"{where} refused the request (HTTP {error.code}): set {settings.CATALOG_TOKEN_ENV} or "
                 f"{settings.CATALOG_CREDENTIAL_ENV} to credentials it accepts"
             ) from None
+        # The body is the server's: one that echoes the request's headers holds the token (masked).
         detail = error.read()[:300].decode(errors="replace")
-        raise LakehouseConfigError(f"{where} answered HTTP {error.code} to GET {url}: {detail}") from None
+        raise LakehouseConfigError(
+            f"{where} answered HTTP {error.code} to GET {url}: {detail}", secrets
+        ) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        raise LakehouseConfigError(f"{where} cannot be reached: {reason}") from None
+        raise LakehouseConfigError(f"{where} cannot be reached: {reason}", secrets) from None
+    except ValueError as error:  # a header or URL http.client refuses (it quotes the value)
+        raise LakehouseConfigError(f"{where} cannot be asked: {error}", secrets) from None
     try:
         json.loads(body)
     except ValueError:
         raise LakehouseConfigError(
-            f"{where} is not an Iceberg REST catalog: GET {url} answered {body[:200]!r}"
+            f"{where} is not an Iceberg REST catalog: GET {url} answered {body[:200]!r}", secrets
         ) from None
 
 

@@ -5,7 +5,8 @@ cannot prove the catalog may write where it puts tables: a REST catalog's server
 its own warehouse (Iceberg's reference server ignores the client's `warehouse`), with its own credentials.
 When that storage is missing or forbidden, the first `CREATE TABLE` fails with a server error buried in a
 Java stack trace. It fails before any data is written (the platform creates its tables before it writes),
-and is re-raised here as a `LakehouseConfigError` that names the setting, the endpoint and the location.
+and is re-raised here as a `LakehouseConfigError` that names the setting, the endpoint and the location,
+masked (the server's words may echo the request's headers), without the Java error it replaces.
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ def explain_refusal(spark: SparkSession, identifier: str, reason: str) -> Lakeho
     location = _namespace_location(spark, f"{catalog}.{namespace}")
     placed = f"; it puts the tables of {namespace!r} under {location}" if location else ""
     configured = f" ({settings.WAREHOUSE_ENV} here: {warehouse or 'unset'})" if is_rest else ""
+    secrets = (
+        spark.conf.get(f"{prefix}.{key}", "") or "" for key in ("token", "credential", "jdbc.password")
+    )
     return LakehouseConfigError(
         f"{where} refused to create {identifier}: {reason}{placed}. The catalog decides where its tables "
-        f"go{configured}: check that its warehouse exists and that the catalog's credentials may write there."
+        f"go{configured}: check that its warehouse exists and that the catalog's credentials may write there.",
+        secrets,
     )
 
 

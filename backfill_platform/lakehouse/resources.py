@@ -22,6 +22,7 @@ from backfill_platform import settings
 from backfill_platform.lakehouse import class_archive
 from backfill_platform.lakehouse.jars import default_jars, required_functions_jar, with_jdbc_driver
 from backfill_platform.lakehouse.preflight import check_lakehouse
+from backfill_platform.masking import control_characters_refused, has_userinfo, mask
 
 
 class IcebergCatalogResource(ConfigurableResource):
@@ -79,11 +80,22 @@ class IcebergCatalogResource(ConfigurableResource):
         return bool(self.rest_uri)
 
     def check(self) -> None:
-        """Raises ValueError naming the settings when they do not describe exactly one catalog."""
+        """Raises ValueError naming the settings when they do not describe exactly one catalog, when one
+        holds a control character (never showing its value) or a REST URI holds credentials. Messages
+        show URIs masked (`masking.mask`)."""
+        for field, variable in SETTING_VARIABLES.items():
+            if refused := control_characters_refused(f"{variable} ({field})", getattr(self, field)):
+                raise ValueError(refused)
+        if self.is_rest and has_userinfo(self.rest_uri):
+            raise ValueError(
+                f"{settings.CATALOG_URI_ENV} holds credentials before its host ({mask(self.rest_uri)}): "
+                f"give a bearer token in {settings.CATALOG_TOKEN_ENV} or OAuth2 client credentials in "
+                f"{settings.CATALOG_CREDENTIAL_ENV} instead (a URL is shown in messages and logs)"
+            )
         if self.is_rest and self.jdbc_uri:
             raise ValueError(
-                f"the catalog is either REST ({settings.CATALOG_URI_ENV}={self.rest_uri}) or JDBC "
-                f"({settings.CATALOG_JDBC_URI_ENV}={self.jdbc_uri}), not both: unset one"
+                f"the catalog is either REST ({settings.CATALOG_URI_ENV}={mask(self.rest_uri)}) or JDBC "
+                f"({settings.CATALOG_JDBC_URI_ENV}={mask(self.jdbc_uri)}), not both: unset one"
             )
         if not self.is_rest and not self.jdbc_uri:
             raise ValueError(
@@ -91,7 +103,9 @@ class IcebergCatalogResource(ConfigurableResource):
                 f"{settings.CATALOG_JDBC_URI_ENV} (a JDBC one)"
             )
         if self.is_rest and not self.rest_uri.startswith(("http://", "https://")):
-            raise ValueError(f"{settings.CATALOG_URI_ENV} must be an http(s):// URL, not {self.rest_uri!r}")
+            raise ValueError(
+                f"{settings.CATALOG_URI_ENV} must be an http(s):// URL, not {mask(self.rest_uri)!r}"
+            )
 
     def make_sqlite_folder(self) -> None:
         """Create the folder of an embedded SQLite catalog (a new data directory, say): SQLite creates the
@@ -172,7 +186,16 @@ class IcebergCatalogResource(ConfigurableResource):
                 props["token"] = self.rest_token
             if self.rest_credential:
                 props["credential"] = self.rest_credential
-            return RestCatalog(self.name, uri=self.rest_uri, **props)
+            try:
+                return RestCatalog(self.name, uri=self.rest_uri, **props)
+            except Exception as error:  # its text may echo a header or the URL: masked before it is raised
+                from backfill_platform.lakehouse.preflight import LakehouseConfigError
+
+                raise LakehouseConfigError(
+                    f"the Iceberg REST catalog at {self.rest_uri} ({settings.CATALOG_URI_ENV}) cannot be "
+                    f"used: {type(error).__name__}: {error}",
+                    secrets=(self.rest_token, self.rest_credential),
+                ) from None
         from pyiceberg.catalog.sql import SqlCatalog
 
         self.make_sqlite_folder()
@@ -372,6 +395,17 @@ def import_short_names(jvm: Any) -> None:
 
 
 SQLITE_JDBC_PREFIX = "jdbc:sqlite:"
+# The variable each setting of the platform's catalog comes from (`catalog_from_env`), for messages.
+SETTING_VARIABLES = {
+    "rest_uri": settings.CATALOG_URI_ENV,
+    "rest_token": settings.CATALOG_TOKEN_ENV,
+    "rest_credential": settings.CATALOG_CREDENTIAL_ENV,
+    "jdbc_uri": settings.CATALOG_JDBC_URI_ENV,
+    "sql_uri": settings.CATALOG_SQL_URI_ENV,
+    "warehouse": settings.WAREHOUSE_ENV,
+    "jdbc_user": settings.CATALOG_USER_ENV,
+    "jdbc_password": settings.CATALOG_PASSWORD_ENV,
+}
 
 
 def sqlite_database(jdbc_uri: str) -> Path | None:
@@ -424,8 +458,8 @@ def catalog_from_env(for_dagster: bool = True) -> IcebergCatalogResource:
         jdbc_uri=settings.env_or(settings.CATALOG_JDBC_URI_ENV, default_jdbc),
         sql_uri=settings.env_or(settings.CATALOG_SQL_URI_ENV, default_sql),
         warehouse=settings.env_or(settings.WAREHOUSE_ENV, default_warehouse),
-        jdbc_password=secret("BACKFILL_PLATFORM_CATALOG_PASSWORD"),
-        jdbc_user=os.environ.get("BACKFILL_PLATFORM_CATALOG_USER") or None,
+        jdbc_password=secret(settings.CATALOG_PASSWORD_ENV),
+        jdbc_user=os.environ.get(settings.CATALOG_USER_ENV) or None,
         s3_endpoint=endpoint,
         s3_region=settings.aws_region(),
         s3_path_style=settings.flag(settings.S3_PATH_STYLE_ENV, default=bool(endpoint)),
@@ -442,7 +476,17 @@ def archive_catalog_from_env(name: str) -> IcebergCatalogResource:
     platform's, from the standard AWS variables). Its storage credentials are the AWS SDK's default chain."""
 
     def setting(key: str) -> str:
-        return os.environ.get(ARCHIVE_CATALOG_ENV.format(name=name.upper(), setting=key), "").strip()
+        variable = ARCHIVE_CATALOG_ENV.format(name=name.upper(), setting=key)
+        value = os.environ.get(variable, "").strip()
+        if refused := control_characters_refused(variable, value):
+            raise ValueError(refused)
+        if key == "URI" and has_userinfo(value):
+            raise ValueError(
+                f"{variable} holds credentials before its host ({mask(value)}): give a bearer token in "
+                f"{ARCHIVE_CATALOG_ENV.format(name=name.upper(), setting='TOKEN')} or OAuth2 client "
+                f"credentials in {ARCHIVE_CATALOG_ENV.format(name=name.upper(), setting='CREDENTIAL')} instead"
+            )
+        return value
 
     uri = setting("URI")
     if not uri:

@@ -69,7 +69,8 @@ def ensure_table(
         reason = refusal_reason(error)
         if reason is None:
             raise
-        raise explain_refusal(spark, identifier, reason) from error
+        # Not `from error`: the Java error quotes the server unmasked, and Dagster stores a step's causes.
+        raise explain_refusal(spark, identifier, reason) from None
     evolve_table(spark, identifier, columns)
 
 

@@ -14,6 +14,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from backfill_platform.masking import mask
+
 WORKSPACE_QUERY = """
 query Workspace {
   workspaceOrError {
@@ -70,7 +72,11 @@ query CheckExecutions($assetKey: AssetKeyInput!, $checkName: String!, $partition
 
 
 class SubmitError(RuntimeError):
-    """The webserver did not answer, refused the request, or cannot run these assets."""
+    """The webserver did not answer, refused the request, or cannot run these assets; the message is masked
+    as it is made (`masking.mask`: it quotes the URL and the webserver's answer)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(mask(message))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """What the hostile-input probes share (issue 30): the demo dataset to mutate, a folder loader that must
-refuse, a sentinel that no probe may create, and archives and YAML files built to be hostile."""
+refuse, a sentinel that no probe may create, and archives and YAML files built to be hostile; for secrets
+(issue 59), a REST catalog that echoes its request's headers and a search of every byte under a folder."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,3 +95,54 @@ def hostile_archive(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     except PermissionError:
         pass
     return root, {name: REFUSED + why for name, why in expected.items()}
+
+
+# --- secrets (issue 59) ----------------------------------------------------------------------------------
+
+
+def bytes_holding(folder: Path, secrets: list[bytes]) -> list[str]:
+    """Every file below `folder` whose bytes hold one of `secrets` (Dagster's SQLite storage included)."""
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            found += [f"{path}: {secret!r}" for secret in secrets if secret in data]
+    return found
+
+
+@contextmanager
+def echoing_catalog(config_answers: bool = False) -> Iterator[str]:
+    """A careless Iceberg REST catalog on a free loopback port (its URL): every request it does not serve
+    is answered HTTP 500 with an error body that echoes the request's headers, `Authorization` included.
+    With `config_answers`, `GET /v1/config` answers as a catalog does (so clients go on to table calls)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if config_answers and self.path.startswith("/v1/config"):
+                code, body = 200, {"defaults": {}, "overrides": {}}
+            else:
+                echoed = f"cannot serve {self.command} {self.path} for {dict(self.headers)}"
+                code, body = 500, {"error": {"message": echoed, "type": "ServerError", "code": 500}}
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_POST = do_HEAD = do_DELETE = do_GET
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -11,7 +11,6 @@ from pathlib import Path
 from backfill_platform.devtools.tool_jars import ToolJars
 
 JARS = ToolJars("rest-catalog", Path(__file__).resolve().parent / "pom.xml")
-MAIN_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
 
 
 def classpath() -> str:

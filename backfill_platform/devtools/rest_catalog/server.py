@@ -6,8 +6,11 @@ with the endpoint given here and the AWS credentials of its environment (the def
 property, since the server logs every property at start). It is configured as its Docker image is, through
 `CATALOG_*` variables (`CATALOG_` dropped, `__` -> `-`, `_` -> `.`).
 
-Two things to know: Jetty binds every interface (the server has no host setting), so run it on a machine
-or network you trust; and it answers every missing table with a stack trace in its log (harmless).
+It listens on 127.0.0.1 unless told another address (`host`; `--host` of `make rest-catalog`), like
+`make ui` and `make kafka`: the server is unauthenticated. Iceberg's `RESTCatalogServer` itself has no host
+setting (Jetty binds every interface), so it is started through `BoundRestCatalogServer.java` beside this
+module, run as a single-file source program, which builds the same catalog and servlet on a bound connector.
+It answers every missing table with a stack trace in its log (harmless).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from backfill_platform.devtools.rest_catalog.classpath import MAIN_CLASS, classpath
+from backfill_platform.devtools.rest_catalog.classpath import classpath
 from backfill_platform.devtools.tool_jars import java_binary
 from backfill_platform.devtools.tool_process import stop_tool, wait_until_serving
 
@@ -31,6 +34,9 @@ STARTUP_TIMEOUT_SECONDS = 90
 _LISTENING = re.compile(r"Started \S*ServerConnector@\S*\{[^}]*\}\{[^}]*:(\d+)\}")
 # A small heap and the client compiler: it serves a few requests a second and starts in about 2 s.
 JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+# The launcher that binds one address (a single-file Java source program, compiled in memory at start).
+LAUNCHER = Path(__file__).resolve().parent / "BoundRestCatalogServer.java"
+LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -39,16 +45,23 @@ class RestCatalogServer:
 
     uri: str
     port: int
+    host: str
     warehouse: str
     log: Path
     process: subprocess.Popen
 
 
 def server_env(
-    state_dir: Path, warehouse: str, s3_endpoint: str = "", region: str = "", port: int = 0
+    state_dir: Path,
+    warehouse: str,
+    s3_endpoint: str = "",
+    region: str = "",
+    port: int = 0,
+    host: str = LOOPBACK,
 ) -> dict[str, str]:
-    """The `CATALOG_*` settings of a server whose catalog file is in `state_dir`."""
+    """The `CATALOG_*` settings of a server whose catalog file is in `state_dir`, and the address it binds."""
     env = {
+        "REST_HOST": host,
         "CATALOG_REST_PORT": str(port),
         "CATALOG_CATALOG__IMPL": "org.apache.iceberg.jdbc.JdbcCatalog",
         "CATALOG_URI": f"jdbc:sqlite:{state_dir / 'rest-catalog.db'}",
@@ -78,25 +91,34 @@ def rest_catalog_server(
     s3_endpoint: str = "",
     region: str = "",
     port: int = 0,
+    host: str = LOOPBACK,
     env: Mapping[str, str] | None = None,
 ) -> Iterator[RestCatalogServer]:
     """A server for the block, stopped after it (also on error). `port` 0 lets Jetty choose a free port;
-    `env` is the process environment (default: this one's), where AWS credentials come from."""
+    `host` is the address it binds (loopback unless told otherwise: it is unauthenticated); `env` is the
+    process environment (default: this one's), where AWS credentials come from."""
     state_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / "rest-catalog.log"
-    command = [java_binary(), *JAVA_OPTIONS, "-cp", classpath(), MAIN_CLASS]
+    command = [java_binary(), *JAVA_OPTIONS, "-cp", classpath(), str(LAUNCHER)]
     full_env = {**(env if env is not None else os.environ)}
-    full_env.update(server_env(state_dir, warehouse, s3_endpoint, region, port))
+    full_env.update(server_env(state_dir, warehouse, s3_endpoint, region, port, host))
     with log.open("ab") as out:
         process = subprocess.Popen(command, env=full_env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        bound = _wait_until_serving(process, log)
-        yield RestCatalogServer(f"http://127.0.0.1:{bound}", bound, warehouse, log, process)
+        bound = _wait_until_serving(process, log, host)
+        yield RestCatalogServer(f"http://{_url_host(host)}:{bound}", bound, host, warehouse, log, process)
     finally:
         stop_tool(process, timeout=20)
 
 
-def _wait_until_serving(process: subprocess.Popen, log: Path) -> int:
+def _url_host(host: str) -> str:
+    """Where a client on this machine reaches a server bound to `host` (every interface: loopback)."""
+    if host in ("", "0.0.0.0", "::"):
+        return LOOPBACK
+    return f"[{host}]" if ":" in host else host
+
+
+def _wait_until_serving(process: subprocess.Popen, log: Path, host: str = LOOPBACK) -> int:
     """The port once `GET /v1/config` answers 200; raises with the log's tail if the server exits first."""
     port: int | None = None
 
@@ -105,7 +127,7 @@ def _wait_until_serving(process: subprocess.Popen, log: Path) -> int:
         if port is None:
             found = _LISTENING.search(log.read_text(errors="replace"))
             port = int(found.group(1)) if found else None
-        return port if port is not None and _answers(f"http://127.0.0.1:{port}/v1/config") else None
+        return port if port is not None and _answers(f"http://{_url_host(host)}:{port}/v1/config") else None
 
     return wait_until_serving(
         process, serving, what="the REST catalog server", log=log, timeout=STARTUP_TIMEOUT_SECONDS

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from backfill_platform.masking import mask
 from backfill_platform.pipeline.archive.listing import ArchiveFile, Removal, UnlistedFile
 from backfill_platform.pipeline.archive.opening import ArchiveReadError
 from backfill_platform.specs.archive_location import ArchiveSpec
@@ -111,10 +112,18 @@ class TableArchive:
 
         try:
             return self.catalog.load_table(self.identifier)
-        except NoSuchTableError as error:
+        except NoSuchTableError:
+            raise ArchiveReadError(f"archive table {self.identifier} does not exist in the catalog") from None
+        except Exception as error:
+            # The catalog's answer (or requests' URL) may quote the request's headers: masked, and not kept
+            # as the cause, since Dagster stores a failed step's causes too.
+            if not type(error).__module__.startswith(("pyiceberg", "requests", "urllib3")):
+                raise
             raise ArchiveReadError(
-                f"archive table {self.identifier} does not exist in the catalog"
-            ) from error
+                mask(
+                    f"the catalog cannot load archive table {self.identifier}: {type(error).__name__}: {error}"
+                )
+            ) from None
 
     def _field(self, table: Any) -> Any:
         try:
