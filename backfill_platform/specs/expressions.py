@@ -52,7 +52,7 @@ ALLOWED_FUNCTIONS = AGGREGATES | {
     "TO_DATE", "DATE", "TO_TIMESTAMP", "HOUR", "MINUTE", "DAY", "DAYOFMONTH", "DAYOFWEEK", "MONTH",
     "YEAR", "DATE_TRUNC", "TRUNC", "DATEDIFF", "DATE_ADD", "DATE_SUB",
 }  # fmt: skip
-_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 # Tree nodes that are not function calls and are harmless over one row of the events.
 _STRUCTURE = (
     exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.Tuple,
@@ -149,7 +149,7 @@ def _node_problem(node: exp.Expression, known: set[str]) -> str | None:
     if isinstance(node, exp.Func):
         name = node.name if isinstance(node, exp.Anonymous) else node.sql("spark").split("(", 1)[0]
         name = name.strip().upper()
-        if not _NAME.match(name):  # an operator-like function (`a RLIKE b`): sqlglot's name for it
+        if not _NAME.fullmatch(name):  # an operator-like function (`a RLIKE b`): sqlglot's name for it
             name = node.key.upper()
         if name in ALLOWED_FUNCTIONS:
             return None
