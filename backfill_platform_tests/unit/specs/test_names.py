@@ -139,7 +139,7 @@ def test_no_name_check_anchors_with_dollar():
             for keyword in node.keywords:
                 if keyword.arg == "pattern" and func == "Field":
                     pattern = keyword.value
-            if isinstance(pattern, ast.Constant) and isinstance(pattern.value, str):
-                if re.search(r"(?<!\\)\$\)?$", pattern.value):
-                    offenders.append(f"{path.relative_to(root)}:{node.lineno}: {pattern.value!r}")
+            text = pattern.value if isinstance(pattern, ast.Constant) else None
+            if isinstance(text, str) and re.search(r"(?<!\\)\$\)?\Z", text):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno}: {text!r}")
     assert not offenders, offenders
