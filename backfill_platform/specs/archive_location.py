@@ -15,7 +15,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from backfill_platform import settings
-from backfill_platform.specs.common import Identifier, SpecModel
+from backfill_platform.specs.common import Identifier, SpecModel, check_name
+from backfill_platform.specs.replay_targets import KafkaTopicName
 
 # Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
 ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
@@ -34,7 +35,7 @@ def check_edges(kafka: KafkaConnectSpec | KafkaMetadataSpec) -> KafkaConnectSpec
 class KafkaConnectSpec(SpecModel):
     """Files written by Kafka Connect's S3 sink, named `<topic>+<partition>+<startOffset>.<ext>`."""
 
-    topic: str | None = Field(
+    topic: KafkaTopicName | None = Field(
         default=None, description="The topic every file name must carry (default: whichever it names)."
     )
     offsets_have_gaps: bool = Field(
@@ -63,23 +64,19 @@ class KafkaConnectSpec(SpecModel):
         return check_edges(self)
 
 
-_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_TABLE = re.compile(r"^[a-z][a-z0-9_]{0,62}\.[a-z][a-z0-9_]{0,62}$")
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_TABLE = re.compile(r"[a-z][a-z0-9_]{0,62}\.[a-z][a-z0-9_]{0,62}")
 
 
 def check_column_name(value: str) -> str:
     """A column of an archive table: letters, digits and `_` (`_kafka_metadata_timestamp` included)."""
-    if not _COLUMN.match(value):
-        raise ValueError(f"{value!r} is not a plain column name (letters, digits and '_')")
-    return value
+    return check_name(value, _COLUMN, "a plain column name (letters, digits and '_')")
 
 
 def check_table_name(value: str) -> str:
-    if not _TABLE.match(value):
-        raise ValueError(
-            f"{value!r} is not `namespace.table` (lower-case letters, digits and '_', each starting with a letter)"
-        )
-    return value
+    return check_name(
+        value, _TABLE, "`namespace.table` (lower-case letters, digits and '_', each starting with a letter)"
+    )
 
 
 ColumnName = Annotated[str, AfterValidator(check_column_name)]
@@ -91,7 +88,7 @@ class KafkaMetadataSpec(SpecModel):
     (`KafkaMetadataTransform`: `<prefix>_topic`, `_partition`, `_offset`, `_timestamp`)."""
 
     prefix: ColumnName = Field(default="_kafka_metadata", description="The columns' common prefix.")
-    topic: str | None = Field(
+    topic: KafkaTopicName | None = Field(
         default=None, description="The topic whose rows the stream reads (default: all)."
     )
     offsets_have_gaps: bool = Field(
@@ -257,8 +254,8 @@ class ArchiveSpec(SpecModel):
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # S3's bucket naming rules (general purpose buckets): 3-63 characters, lower-case letters, digits,
 # dots and hyphens, starting and ending with a letter or digit, not an IP address, no `..`.
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 
 
 def parse_s3_location(location: str) -> tuple[str, str] | None:
@@ -272,7 +269,7 @@ def parse_s3_location(location: str) -> tuple[str, str] | None:
             f"supported, not {scheme.group(1)}://"
         )
     bucket, _, prefix = location[len("s3://") :].partition("/")
-    if not _BUCKET.match(bucket) or ".." in bucket or _IP_ADDRESS.match(bucket):
+    if not _BUCKET.fullmatch(bucket) or ".." in bucket or _IP_ADDRESS.fullmatch(bucket):
         raise ValueError(
             f"field 'archive.location': {bucket!r} is not a valid S3 bucket name (3-63 characters: "
             "lower-case letters, digits, '.' and '-', starting and ending with a letter or digit)"

@@ -8,31 +8,43 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, PrivateAttr
 
-_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
-
-def check_identifier(value: str) -> str:
-    """Names reach SQL and table identifiers, so only lower-case snake_case identifiers are accepted."""
-    if not isinstance(value, str) or not _IDENTIFIER.match(value):
-        raise ValueError(
-            f"{value!r} is not a safe identifier (lower-case letters, digits and '_', starting with a letter)"
-        )
+def check_name(value: object, pattern: re.Pattern[str], what: str, field: str | None = None) -> str:
+    """The one check of every name (identifiers, field paths, columns, tables, catalogs, topics, streams,
+    transforms): the *whole* value must match `pattern` (`fullmatch`; an anchored `re.match(r"^…$")`
+    would pass a name ending in a newline, since `$` matches before a final newline). A spec's fields are
+    named by pydantic's error; a name from elsewhere (a command's option) passes its `field`."""
+    if not isinstance(value, str) or pattern.fullmatch(value) is None:
+        raise ValueError(f"{f'{field}: ' if field else ''}{value!r} is not {what}")
     return value
+
+
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+
+def check_identifier(value: str, field: str | None = None) -> str:
+    """Names reach SQL and table identifiers, so only lower-case snake_case identifiers are accepted."""
+    return check_name(
+        value,
+        _IDENTIFIER,
+        "a safe identifier (lower-case letters, digits and '_', starting with a letter)",
+        field,
+    )
 
 
 Identifier = Annotated[str, AfterValidator(check_identifier)]
 
-_FIELD_PATH = re.compile(r"^[a-z][a-z0-9_]{0,62}(\.[a-z][a-z0-9_]{0,62}){0,7}$")
+_FIELD_PATH = re.compile(r"[a-z][a-z0-9_]{0,62}(\.[a-z][a-z0-9_]{0,62}){0,7}")
 
 
 def check_field_path(value: str) -> str:
     """A raw field: an identifier, or a dotted path into nested objects (`context.device.type`)."""
-    if not isinstance(value, str) or not _FIELD_PATH.match(value):
-        raise ValueError(
-            f"{value!r} is not a safe identifier (lower-case letters, digits and '_', starting with a "
-            "letter), nor such identifiers joined by '.' (a nested field: `context.device.type`)"
-        )
-    return value
+    return check_name(
+        value,
+        _FIELD_PATH,
+        "a safe identifier (lower-case letters, digits and '_', starting with a letter), nor such "
+        "identifiers joined by '.' (a nested field: `context.device.type`)",
+    )
 
 
 # A field of the raw records; nested fields are dotted paths (`context.device.type`).
@@ -45,17 +57,17 @@ def column_name(path: str) -> str:
     return path.replace(".", "_")
 
 
-_CATALOG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_CATALOG = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
 def check_catalog_name(value: str, source: str = "BACKFILL_PLATFORM_CATALOG_NAME") -> str:
     """A catalog name is spliced into every table identifier and Spark setting: no quote, dot or space."""
-    if not isinstance(value, str) or not _CATALOG.match(value):
-        raise ValueError(
-            f"catalog name {value!r} (from {source}) is not a safe identifier "
-            "(letters, digits and '_', not starting with a digit)"
+    try:
+        return check_name(
+            value, _CATALOG, "a safe identifier (letters, digits and '_', not starting with a digit)"
         )
-    return value
+    except ValueError as exc:
+        raise ValueError(f"catalog name (from {source}): {exc}") from None
 
 
 # Spark SQL type names a spec may use for payload fields.

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from backfill_platform.specs.common import FieldType, Identifier, SpecModel
+from backfill_platform.specs.common import FieldType, Identifier, SpecModel, check_name
 from backfill_platform.specs.durations import DAY, parse_duration
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.transforms import TRANSFORM_PATTERN, load_transform
@@ -50,9 +50,7 @@ class VersionSpec(SpecModel):
     @field_validator("transform")
     @classmethod
     def _module_function(cls, value: str) -> str:
-        if not TRANSFORM_PATTERN.match(value):
-            raise ValueError(f"{value!r} is not 'package.module:function' or 'path/to/file.py:function'")
-        return value
+        return check_name(value, TRANSFORM_PATTERN, "'package.module:function' or 'path/to/file.py:function'")
 
     def load_transform(self) -> Callable:
         """The transform function, resolved beside the spec file it was read from (`specs/transforms.py`);

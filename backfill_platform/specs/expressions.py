@@ -52,7 +52,15 @@ ALLOWED_FUNCTIONS = AGGREGATES | {
     "TO_DATE", "DATE", "TO_TIMESTAMP", "HOUR", "MINUTE", "DAY", "DAYOFMONTH", "DAYOFWEEK", "MONTH",
     "YEAR", "DATE_TRUNC", "TRUNC", "DATEDIFF", "DATE_ADD", "DATE_SUB",
 }  # fmt: skip
-_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+# A `LIKE`/`ILIKE` pattern is a regular expression to Spark (`%` is `.*`, `_` is `.`, matched by Java's
+# backtracking engine), so it is bounded as the regexes it is: a string literal of at most
+# MAX_LIKE_PATTERN_CHARS with at most one `%` before its trailing ones. Then a match costs at most the
+# value's length times the pattern's; each further `%` before the end multiplies it by the value's length
+# (`'%a%a…%b'` over 40-character values ran for minutes). Every shape Spark rewrites into plain string
+# functions (`abc%`, `%abc`, `%abc%`, `ab%cd`) is within the bound.
+MAX_LIKE_PATTERN_CHARS = 200
+MAX_LIKE_INNER_WILDCARDS = 1
 # Tree nodes that are not function calls and are harmless over one row of the events.
 _STRUCTURE = (
     exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.Tuple,
@@ -143,13 +151,15 @@ def _node_problem(node: exp.Expression, known: set[str]) -> str | None:
         return None if isinstance(node.parent, exp.Count) else "may not use '*' but in count(*)"
     if isinstance(node, exp.Literal) and node.is_string and any(c in node.this for c in "'\"\\"):
         return f"string literal {node.this!r} may not hold quotes or backslashes"
+    if isinstance(node, exp.Like | exp.ILike):
+        return _pattern_problem(node)
     # A date unit (`date_trunc('DAY', …)`) is a bare word in the tree.
     if isinstance(node, _STRUCTURE) or (isinstance(node, exp.Var) and node.arg_key == "unit"):
         return None  # sqlglot's AND/OR/CASE are `Func`s too: structure is judged first
     if isinstance(node, exp.Func):
         name = node.name if isinstance(node, exp.Anonymous) else node.sql("spark").split("(", 1)[0]
         name = name.strip().upper()
-        if not _NAME.match(name):  # an operator-like function (`a RLIKE b`): sqlglot's name for it
+        if not _NAME.fullmatch(name):  # an operator-like function (`a RLIKE b`): sqlglot's name for it
             name = node.key.upper()
         if name in ALLOWED_FUNCTIONS:
             return None
@@ -158,6 +168,29 @@ def _node_problem(node: exp.Expression, known: set[str]) -> str | None:
     if isinstance(node, exp.Query | exp.Subquery | exp.Table | exp.Block):
         return f"must be one expression over the events, not {node.key.upper()} ({node.sql('spark')!r})"
     return f"may not contain {node.key.upper()} ({node.sql('spark')!r}); a rule is one expression over the events"
+
+
+def _pattern_problem(node: exp.Like | exp.ILike) -> str | None:
+    """Why a `LIKE`/`ILIKE` pattern could keep Spark's regex engine busy (see MAX_LIKE_INNER_WILDCARDS)."""
+    operator = "ILIKE" if isinstance(node, exp.ILike) else "LIKE"
+    pattern = node.expression
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        return f"{operator}'s pattern must be a string literal, not {pattern.sql('spark')!r}"
+    text = pattern.this
+    if len(text) > MAX_LIKE_PATTERN_CHARS:
+        return (
+            f"{operator} pattern of {len(text):,} characters is longer than a pattern may be "
+            f"({MAX_LIKE_PATTERN_CHARS})"
+        )
+    inner = text.rstrip("%").count("%")
+    if inner > MAX_LIKE_INNER_WILDCARDS:
+        return (
+            f"{operator} pattern {text!r} has {inner} '%' wildcards before its end: Spark matches a {operator} "
+            "pattern with a backtracking regular expression, which such a pattern can keep busy for minutes; "
+            f"use at most {MAX_LIKE_INNER_WILDCARDS} (e.g. 'abc%', '%abc', '%abc%', 'ab%cd'), or split the "
+            "condition (`a LIKE '%x%' AND a LIKE '%y%'`, `contains(a, 'x')`)"
+        )
+    return None
 
 
 def _render(tree: exp.Expression) -> str:

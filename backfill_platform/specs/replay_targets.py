@@ -3,22 +3,32 @@ backfill streams and topics a replay may write to (allow-lists that cannot name 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator
 
-# A Kinesis stream name, as AWS accepts it.
-KinesisStreamName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")]
+from backfill_platform.specs.common import check_name
+
+_KINESIS_STREAM = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_KAFKA_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
-def _not_dots(name: str) -> str:
-    if name in (".", ".."):
+def check_kinesis_stream_name(name: str) -> str:
+    return check_name(name, _KINESIS_STREAM, "a Kinesis stream name (1-128 letters, digits, '_', '.', '-')")
+
+
+def check_kafka_topic_name(name: str) -> str:
+    check_name(name, _KAFKA_TOPIC, "a valid Kafka topic name (1-249 letters, digits, '.', '_', '-')")
+    if name in (".", ".."):  # refused by Kafka too
         raise ValueError(f"{name!r} is not a valid Kafka topic name")
     return name
 
 
-# A Kafka topic name, as the broker accepts it (`.` and `..` alone are refused by Kafka too).
-KafkaTopicName = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,249}$"), AfterValidator(_not_dots)]
+# A Kinesis stream name, as AWS accepts it.
+KinesisStreamName = Annotated[str, AfterValidator(check_kinesis_stream_name)]
+# A Kafka topic name, as the broker accepts it.
+KafkaTopicName = Annotated[str, AfterValidator(check_kafka_topic_name)]
 
 
 def check_replay_targets(

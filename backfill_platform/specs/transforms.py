@@ -29,7 +29,8 @@ from types import ModuleType
 from backfill_platform.specs.transform_source import TransformError, check_defines_function, locate
 
 # `package.module:function`, or a relative `path/to/file.py:function`.
-TRANSFORM_PATTERN = re.compile(r"^(?:[A-Za-z_][\w.]*|(?!/)[\w.\-/]*\w\.py):[A-Za-z_]\w*$")
+# Matched whole (`check_name`), never with `match`: `$` would pass a final newline.
+TRANSFORM_PATTERN = re.compile(r"(?:[A-Za-z_][\w.]*|(?!/)[\w.\-/]*\w\.py):[A-Za-z_]\w*")
 SYNTHETIC_PREFIX = "_backfill_platform_transform_"
 _LOCK = threading.Lock()
 

@@ -43,7 +43,7 @@ QUARANTINE_REASONS: tuple[str, ...] = (
 )
 
 TRUTH_FILE_NAME = "_truth.json"
-_FILE_RE = re.compile(r"playback-(\d{4})-(\d{2})-(\d{2})-(\d{2})-\d{4}\.jsonl\.gz$")
+_FILE_RE = re.compile(r"playback-(\d{4})-(\d{2})-(\d{2})-(\d{2})-\d{4}\.jsonl\.gz\Z")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 # Kafka topic names are letters, digits, `.`, `_` and `-`: a `+` can only be the sink's separator.
-_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<offset>\d+)(\.[^/]*)?$")
+_FILE_NAME = re.compile(r"(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<offset>\d+)(\.[^/\n]*)?")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class KafkaFile:
 
 def kafka_file(name: str) -> KafkaFile | None:
     """The topic, partition and start offset a file name carries, or None if it is not the sink's."""
-    match = _FILE_NAME.match(PurePosixPath(name).name)
+    match = _FILE_NAME.fullmatch(PurePosixPath(name).name)
     if match is None:
         return None
     return KafkaFile(name, match["topic"], int(match["partition"]), int(match["offset"]))

@@ -33,7 +33,7 @@ def history_divergence(spark: SparkSession, spec: DatasetSpec, version: str) -> 
 
 def drop_shadow(spark: SparkSession, spec: DatasetSpec, version: str) -> str:
     """Drop the shadow table of a version that no longer feeds production; return its identifier."""
-    check_identifier(version)
+    check_identifier(version, "version")  # whole: `v1\n` would name the active `v1` table in Spark's SQL
     if version == spec.active_version:
         raise ValueError(f"{version} is the active version of {spec.name}; switch active_version first")
     identifier = shadow_table(spark, spec, version)
