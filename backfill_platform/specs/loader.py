@@ -44,6 +44,7 @@ __all__ = [
     "MAX_SPEC_NODES",
     "SpecError",
     "SpecSet",
+    "check_isolation",
     "load_spec_file",
     "load_specs",
 ]
@@ -175,4 +176,16 @@ def load_specs(dirs: list[Path] | None = None, known_streams: dict[str, StreamSp
     streams = {**(known_streams or {}), **specs.streams}
     for dataset in specs.datasets.values():
         raise_problems(dataset._source_path, dataset_problems(dataset, streams))
+    check_isolation(streams)
     return specs
+
+
+def check_isolation(streams: dict[str, StreamSpec]) -> None:
+    """No stream's replay target is another's live topic or stream (`specs/isolation.py`): one SpecError
+    naming the file of the first stream that lists one."""
+    from backfill_platform.specs.isolation import isolation_problems
+    from backfill_platform.specs.references import Problem
+
+    for spec in streams.values():
+        problems = [Problem(field, reason) for field, reason in isolation_problems(spec, streams)]
+        raise_problems(getattr(spec, "_source_path", None), problems)
