@@ -12,6 +12,7 @@ from backfill_platform.cli.app import (
     quiet_dagster,
     range_options,
     refusals,
+    regular_file_or_new,
     wide_console,
 )
 
@@ -37,6 +38,7 @@ from backfill_platform.cli.app import (
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path),
+    callback=regular_file_or_new,
     default=None,
     help="Kinesis: checkpoint file [data/replay/<stream>/<target>_<start>_<end>.json]. (Kafka keeps the "
     "position in its progress topic, in each batch's transaction.)",

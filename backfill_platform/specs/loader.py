@@ -22,6 +22,7 @@ from backfill_platform.specs.yaml_guard import (
     MAX_SPEC_DEPTH,
     MAX_SPEC_NODES,
     SpecError,
+    check_inside,
     load_yaml,
 )
 
@@ -165,6 +166,7 @@ def load_specs(dirs: list[Path] | None = None, known_streams: dict[str, StreamSp
         if not folder.is_dir():
             raise SpecError(f"{folder}: spec folder does not exist (named in {SPECS_ENV}?)")
         for path in spec_files(folder):
+            check_inside(path, folder)  # a link out of the folder is refused unread
             spec = load_spec_file(path)
             if spec is None:
                 continue

@@ -108,6 +108,12 @@ class SchemaVersion(SpecModel):
         ),
     )
 
+    @field_validator("non_standard_numbers", mode="before")
+    @classmethod
+    def _empty_is_no_override(cls, value: Any) -> Any:
+        # As documented: an empty value (`non_standard_numbers: ''`) is no override, as `null` is.
+        return None if isinstance(value, str) and not value.strip() else value
+
 
 class StreamSpec(SpecModel):
     kind: Literal["stream"] = "stream"

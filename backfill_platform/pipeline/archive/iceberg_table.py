@@ -107,14 +107,20 @@ class TableArchive:
     # -- metadata ---------------------------------------------------------------------------------
 
     def _load(self) -> Any:
-        from pyiceberg.exceptions import NoSuchTableError
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, RESTError
 
         try:
             return self.catalog.load_table(self.identifier)
-        except NoSuchTableError as error:
+        except (NoSuchTableError, NoSuchNamespaceError) as error:
             raise ArchiveReadError(
                 f"archive table {self.identifier} does not exist in the catalog"
             ) from error
+        except RESTError as error:
+            # The class says what went wrong; the server's body is not repeated (it may echo the request).
+            raise ArchiveReadError(
+                f"archive table {self.identifier}: the catalog answered with an error "
+                f"({type(error).__name__}); see the catalog server's log"
+            ) from None
 
     def _field(self, table: Any) -> Any:
         try:
