@@ -32,11 +32,39 @@ ICEBERG_JARS_ENV = "BACKFILL_PLATFORM_ICEBERG_JARS"
 KAFKA_BOOTSTRAP_ENV = "BACKFILL_PLATFORM_KAFKA_BOOTSTRAP"
 # Path-style S3 addressing for an s3:// warehouse: true/false (default true when an endpoint is set).
 S3_PATH_STYLE_ENV = "BACKFILL_PLATFORM_S3_PATH_STYLE"
+# What a stream's archive may read is the operator's decision, never a spec's: the folders (separated by
+# `:`) a local archive location may resolve into besides the data directory, and the S3 buckets (or
+# `bucket/prefix`, separated by `,` or whitespace) an `s3://` location may name (unset: none).
+ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
+ARCHIVE_S3_BUCKETS_ENV = "BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS"
 
 
 def data_dir() -> Path:
     """Root of the embedded tier's runtime state (catalog, warehouse, archive, Dagster storage)."""
     return Path(os.environ.get(DATA_DIR_ENV, "data")).resolve()
+
+
+def archive_roots() -> list[Path]:
+    """Where a local archive may be: the data directory and the folders of ARCHIVE_ROOTS_ENV, resolved."""
+    extra = [Path(p.strip()) for p in os.environ.get(ARCHIVE_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return [data_dir(), *(p.resolve() for p in extra)]
+
+
+def archive_s3_prefixes() -> list[tuple[str, str]]:
+    """(bucket, key prefix without `/` at either end; "" for the whole bucket) of ARCHIVE_S3_BUCKETS_ENV."""
+    entries = os.environ.get(ARCHIVE_S3_BUCKETS_ENV, "").replace(",", " ").split()
+    allowed = []
+    for entry in entries:
+        bucket, _, prefix = entry.removeprefix("s3://").partition("/")
+        allowed.append((bucket, prefix.strip("/")))
+    return allowed
+
+
+def warehouse_location() -> str:
+    """The warehouse the platform writes its tables to, as configured ("" when a REST catalog's server
+    decides it): WAREHOUSE_ENV, else the embedded tier's folder under the data directory."""
+    default = "" if os.environ.get(CATALOG_URI_ENV, "").strip() else f"file://{data_dir()}/warehouse"
+    return env_or(WAREHOUSE_ENV, default)
 
 
 def env_or(name: str, default: str) -> str:

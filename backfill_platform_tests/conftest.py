@@ -113,6 +113,31 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         yield path
 
 
+@pytest.fixture(scope="module")
+def archive_roots_in_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """The operator allows archives anywhere under pytest's temporary folders (BACKFILL_PLATFORM_ARCHIVE_ROOTS)
+    for one module whose archives are in `tmp_path`: `pytestmark = pytest.mark.usefixtures(...)`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.ARCHIVE_ROOTS_ENV, str(tmp_path_factory.getbasetemp()))
+        yield
+
+
+# The S3 buckets the end-to-end tests keep archives in (moto's), as an operator lists them.
+TEST_ARCHIVE_BUCKETS = (
+    "firehose-archive firehose-private no-such-bucket-here my-bucket my.bucket-1 bucket kafka-connect-sink "
+    "team-archive"
+)
+
+
+@pytest.fixture(scope="module")
+def s3_archive_buckets():
+    """The operator allows archives in the tests' S3 buckets (BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS) for one
+    module: `pytestmark = pytest.mark.usefixtures("s3_archive_buckets")`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(settings.ARCHIVE_S3_BUCKETS_ENV, TEST_ARCHIVE_BUCKETS)
+        yield
+
+
 @pytest.fixture(scope="session")
 def catalog(data_dir: Path):
     from backfill_platform.lakehouse.resources import catalog_from_env

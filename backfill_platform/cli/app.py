@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import click
 
@@ -31,6 +35,73 @@ def refusals() -> Iterator[None]:
         if answer is None:
             raise
         raise answer from error
+
+
+def regular_file_or_new(_ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A path option a command writes or reads as a file: a regular file (a link to one included) or a
+    new one in an existing folder. A FIFO, a device, a socket or a folder is refused before anything
+    opens it (opening a FIFO blocks until a reader comes; a device may never end)."""
+    if value is None:
+        return None
+    try:
+        mode = os.stat(value).st_mode
+    except FileNotFoundError:
+        if not value.parent.is_dir():
+            raise click.BadParameter(f"{value}: its folder does not exist", param=param) from None
+        return value
+    except OSError as error:
+        raise click.BadParameter(f"{value}: {error.strerror}", param=param) from None
+    if not stat.S_ISREG(mode):
+        raise click.BadParameter(f"{value}: not a regular file ({_kind(mode)})", param=param)
+    return value
+
+
+def folder_or_new(_ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A path option a command writes a folder of files to: an existing folder, or a new one."""
+    if value is None:
+        return None
+    try:
+        mode = os.stat(value).st_mode
+    except FileNotFoundError:
+        return value
+    except OSError as error:
+        raise click.BadParameter(f"{value}: {error.strerror}", param=param) from None
+    if not stat.S_ISDIR(mode):
+        raise click.BadParameter(f"{value}: not a folder ({_kind(mode)})", param=param)
+    return value
+
+
+def _kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISREG, "a regular file"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def write_regular_file(path: Path, text: str) -> None:
+    """Write `text` to `path`, a regular file (created if missing), judged by what was opened: a path
+    swapped for a FIFO or a device after the option was checked is refused, never waited on."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO nobody reads: opening it without O_NONBLOCK waits forever
+            raise click.ClickException(f"{path}: not a regular file (a FIFO); nothing written") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise click.ClickException(f"{path}: not a regular file ({_kind(mode)}); nothing written")
+        os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "w", encoding="utf-8", closefd=False) as out:
+            out.write(text)
+    finally:
+        os.close(fd)
 
 
 def spark_session():

@@ -13,8 +13,10 @@ from backfill_platform.cli.app import (
     quiet_dagster,
     range_options,
     refusals,
+    regular_file_or_new,
     spark_session,
     wide_console,
+    write_regular_file,
 )
 
 
@@ -110,6 +112,7 @@ def counted_plan(console, stream, datasets, first, after, read_from=None):
 )
 @click.option(
     "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False),
     default="CRITICAL",
     show_default=True,
     help="Dagster's console log level (failures are reported from the run's events either way).",
@@ -231,7 +234,13 @@ def status_command(dataset: str | None) -> None:
 
 @main.command("report")
 @click.option("--backfill", "ident", required=True, help="A Dagster backfill id or a run id.")
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Also write the markdown here.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    callback=regular_file_or_new,
+    default=None,
+    help="Also write the markdown here (a regular file, or a new one).",
+)
 def report_command(ident: str, out: Path | None) -> None:
     """What one backfill or run did, per dataset and partition (day, or hour), as markdown: archive
     records, events written, duplicates, quarantined, late, shadow rows and hash sum, diverging rows,
@@ -244,7 +253,7 @@ def report_command(ident: str, out: Path | None) -> None:
     with refusals():
         markdown = report_markdown(build_report(ident))
     if out is not None:
-        out.write_text(markdown)
+        write_regular_file(out, markdown)
     click.echo(markdown, nl=False)
 
 

@@ -21,17 +21,27 @@ from backfill_platform.operations.terminal import visible
 def message_of(error: BaseException) -> str | None:
     """The one-line message of an error the command line answers with a refusal, or None for a bug."""
     from backfill_platform.lakehouse.preflight import LakehouseConfigError
+    from backfill_platform.pipeline.archive.opening import ArchiveReadError
     from backfill_platform.pipeline.promotion.adopt import AdoptRefused
     from backfill_platform.pipeline.promotion.gate import PromotionRefused
     from backfill_platform.pipeline.promotion.revert import RevertRefused
     from backfill_platform.pipeline.replay.delivery import ReplayError
 
-    if isinstance(error, AdoptRefused | PromotionRefused | RevertRefused | ReplayError | ValueError):
+    refusals = AdoptRefused | PromotionRefused | RevertRefused | ReplayError | ArchiveReadError | ValueError
+    if isinstance(error, refusals):
         return str(error)
     if isinstance(error, LakehouseConfigError):
         return str(error)
     module = type(error).__module__
     name = type(error).__name__
+    if module.startswith("pyiceberg") and name in ("NoSuchTableError", "NoSuchNamespaceError"):
+        return f"the Iceberg catalog has no such {'table' if 'Table' in name else 'namespace'}: {error}"
+    if module.startswith("pyiceberg") and isinstance(error, _rest_errors()):
+        # The class says what went wrong; the server's body is not echoed (it may repeat the request).
+        return (
+            f"the Iceberg catalog answered a table call with an error ({name}); nothing was changed by this "
+            "command: see the catalog server's log"
+        )
     if module.startswith(("pyiceberg.exceptions", "requests.exceptions")):
         first = str(error).strip().splitlines()[0] if str(error).strip() else name
         return f"the Iceberg catalog answered an error ({name}): {first[:400]}"
@@ -48,6 +58,24 @@ def message_of(error: BaseException) -> str | None:
         where = f"{error.filename}: " if error.filename else ""
         return f"{where}{error.strerror or error}"
     return None
+
+
+def _rest_errors() -> tuple[type[BaseException], ...]:
+    """PyIceberg's errors of a REST catalog's answer (a 4xx or 5xx, an expired or refused token)."""
+    from pyiceberg import exceptions
+
+    names = (
+        "RESTError",
+        "ServerError",
+        "ServiceUnavailableError",
+        "BadRequestError",
+        "ForbiddenError",
+        "UnauthorizedError",
+        "AuthorizationExpiredError",
+        "OAuthError",
+        "TooManyRequestsError",
+    )
+    return tuple(getattr(exceptions, n) for n in names if hasattr(exceptions, n))
 
 
 def refusal(error: BaseException) -> click.ClickException | None:

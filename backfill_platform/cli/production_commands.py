@@ -44,9 +44,10 @@ def revert(dataset: str, snapshot: int | None, reason: str) -> None:
 def adopt(dataset: str, source: str, start, end, reason: str) -> None:
     """Register existing data as production (recorded, unvalidated; never overwrites)."""
     from backfill_platform.pipeline.promotion.adopt import adopt as adopt_range
-    from backfill_platform.pipeline.promotion.adopt import adopted_rows_by_day
+    from backfill_platform.pipeline.promotion.adopt import adopted_rows_by_day, check_source_name
     from backfill_platform.pipeline.promotion.jobs import adopt_materializations
 
+    check_source_name(source)  # a name that is no table name is refused before Spark starts
     spec, spark = dataset_spec(dataset), spark_session()
     with refusals():
         snapshot = adopt_range(spark, spec, source, start.date(), end.date(), reason)

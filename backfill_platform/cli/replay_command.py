@@ -12,6 +12,7 @@ from backfill_platform.cli.app import (
     quiet_dagster,
     range_options,
     refusals,
+    regular_file_or_new,
     wide_console,
 )
 
@@ -37,6 +38,7 @@ from backfill_platform.cli.app import (
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path),
+    callback=regular_file_or_new,
     default=None,
     help="Kinesis: checkpoint file [data/replay/<stream>/<target>_<start>_<end>.json]. (Kafka keeps the "
     "position in its progress topic, in each batch's transaction.)",
@@ -86,6 +88,7 @@ def replay_command(
         run_kafka_replay,
         run_replay,
     )
+    from backfill_platform.specs.isolation import live_targets
 
     if (kinesis is None) == (kafka is None):
         raise click.UsageError("give one target: --to-kinesis STREAM or --to-kafka TOPIC")
@@ -100,10 +103,11 @@ def replay_command(
             param_hint="--stream",
         )
     first, after = partition_range(start, end, streams[stream].grain)
-    request = ReplayRequest(streams[stream], first, after, target, rate, checkpoint, sink=sink)
-    # The target is judged before a client exists: a replay to the live stream is refused as such even
-    # where no AWS region or credentials are configured (run_replay checks it again).
-    check_target(streams[stream], target, sink)
+    live = live_targets(streams.values(), sink)
+    request = ReplayRequest(streams[stream], first, after, target, rate, checkpoint, sink=sink, live=live)
+    # The target is judged before a client exists: a replay to a live stream (any stream's) is refused as
+    # such even where no AWS region or credentials are configured (run_replay checks it again).
+    check_target(streams[stream], target, sink, live)
     kafka_resource = KafkaResource() if kafka else None
     where = (
         f"progress topic {kafka_resource.progress_topic}" if kafka_resource else str(request.checkpoint_path)

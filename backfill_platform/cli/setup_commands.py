@@ -9,12 +9,16 @@ from typing import Any
 import click
 
 from backfill_platform import settings
-from backfill_platform.cli.app import main
+from backfill_platform.cli.app import folder_or_new, main
 
 
 @main.command()
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="Archive folder [data/archive/playback]."
+    "--out",
+    type=click.Path(path_type=Path),
+    callback=folder_or_new,
+    default=None,
+    help="Archive folder [data/archive/playback].",
 )
 @click.option(
     "--start", type=click.DateTime(["%Y-%m-%d"]), default="2026-10-01", help="First event day (UTC)."
@@ -57,7 +61,7 @@ def demo(days: int, events_per_day: int) -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path), callback=folder_or_new)
 def init(path: Path) -> None:
     """Start a dg project for your own streams and datasets at PATH (named after its folder)."""
     from backfill_platform.components.project import init_project
@@ -96,7 +100,13 @@ def init(path: Path) -> None:
     default="",
     help="The Python of another Spark line's environment: (a)-(c) and the big day run on it too.",
 )
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Default: <data>/bench.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    callback=folder_or_new,
+    default=None,
+    help="Default: <data>/bench.",
+)
 def bench(out: Path | None, **options: Any) -> None:
     """Compare bare Spark, the events step, the validated backfill and DuckDB (in data/bench)."""
     from backfill_platform.devtools.bench.harness import BenchConfig, run_bench

@@ -26,7 +26,14 @@ from dagster_shared.utils.config import discover_config_file, load_toml_as_dict
 import backfill_platform
 from backfill_platform.components.dataset import Dataset
 from backfill_platform.components.stream import Stream
-from backfill_platform.specs.loader import SpecError, SpecSet, load_specs, raise_problems, spec_dirs
+from backfill_platform.specs.loader import (
+    SpecError,
+    SpecSet,
+    check_isolation,
+    load_specs,
+    raise_problems,
+    spec_dirs,
+)
 from backfill_platform.specs.references import dataset_problems
 from backfill_platform.specs.yaml_guard import check_folder
 
@@ -119,6 +126,7 @@ def combined(components: SpecSet, folders: SpecSet) -> SpecSet:
         specs.add(spec, spec._source_path)
     for dataset in components.datasets.values():
         raise_problems(dataset._source_path, dataset_problems(dataset, specs.streams))
+    check_isolation(specs.streams)
     return specs
 
 

@@ -22,10 +22,14 @@ from backfill_platform.lakehouse.refusals import explain_refusal, refusal_reason
 from backfill_platform.lakehouse.schema import evolve_table
 from backfill_platform.specs.common import check_catalog_name, check_identifier
 
-RAW_NAMESPACE = "raw"
-SHADOW_NAMESPACE = "shadow"
-PROD_NAMESPACE = "prod"
-PLATFORM_NAMESPACE = "platform"
+# The namespaces the platform writes: named where a spec's archive table is refused them.
+from backfill_platform.specs.isolation import (  # noqa: F401 (re-exported)
+    PLATFORM_NAMESPACE,
+    PROD_NAMESPACE,
+    RAW_NAMESPACE,
+    SHADOW_NAMESPACE,
+)
+
 # Snapshot property that identifies the commit of one write, so its snapshot id can be found for sure.
 WRITE_ID = "backfill_platform.write-id"
 # Properties of every table the platform creates (a table may add its own).

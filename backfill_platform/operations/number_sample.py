@@ -59,16 +59,19 @@ class _Token(str):
     """A non-standard number as the parser met it."""
 
 
-def _paths_of_tokens(value: Any, path: str = "") -> list[tuple[str, str]]:
-    if isinstance(value, _Token):
-        return [(str(value), path or "(record)")]
-    if isinstance(value, dict):
-        return [
-            hit for key, item in value.items() for hit in _paths_of_tokens(item, f"{path}.{key}".lstrip("."))
-        ]
-    if isinstance(value, list):
-        return [hit for item in value for hit in _paths_of_tokens(item, f"{path}[]")]
-    return []
+def _paths_of_tokens(value: Any) -> list[tuple[str, str]]:
+    """(token, field path) of every non-standard number in a parsed record; iterative, so that a record
+    nested as deep as the parser allows is walked without recursion."""
+    hits, pending = [], [(value, "")]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, _Token):
+            hits.append((str(item), path or "(record)"))
+        elif isinstance(item, dict):
+            pending.extend((child, f"{path}.{key}".lstrip(".")) for key, child in item.items())
+        elif isinstance(item, list):
+            pending.extend((child, f"{path}[]") for child in item)
+    return hits
 
 
 def sample_numbers(spec: StreamSpec, files: list[ArchiveFile]) -> NumberSample:
@@ -86,7 +89,9 @@ def sample_numbers(spec: StreamSpec, files: list[ArchiveFile]) -> NumberSample:
             sample.records += 1
             try:
                 parsed = json.loads(text, parse_constant=_Token)
-            except ValueError:  # malformed: the ingestion names it; not this sample's concern
+            except (ValueError, RecursionError):
+                # Malformed, or nested deeper than Python's parser goes: the ingestion names (quarantines)
+                # it; not this sample's concern.
                 continue
             hits = _paths_of_tokens(parsed)
             if hits:

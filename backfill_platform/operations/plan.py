@@ -93,6 +93,7 @@ class Plan:
     # Entries below the archive root refused at its boundary (links leading out, special or unreadable
     # files): never read by any window, named here so that nobody mistakes them for an empty hour.
     refused: list[UnlistedFile] = field(default_factory=list)
+    clipped: str | None = None  # how the range was bounded by what the stream holds (`held_range`)
 
     @property
     def estimated_seconds(self) -> float | None:
@@ -154,13 +155,21 @@ def build_plan(
     partitions [read_from, start) are planned too, marked as read by the lookback."""
     grain = stream.grain
     first, after = bound(grain, start), bound(grain, end)
+    if after <= first:
+        raise ValueError(
+            f"empty range: --start {option_text(grain, first)} must be before --end "
+            f"{option_text(grain, after)} (exclusive)"
+        )
+    first, after, clipped = held_range(stream, first, after)
     if not grain.keys_between(first, after):
         raise ValueError(
             f"empty range: --start {option_text(grain, first)} must be before --end "
             f"{option_text(grain, after)} (exclusive)"
         )
     # Floored: a New York day starts inside a UTC day, which it reads.
-    keys = grain.keys_between(grain.floor(min(bound(grain, read_from or first), first)), after)
+    # A lookback reads no further back than the stream's first partition either.
+    lookback = max(bound(grain, read_from or first), grain.floor(bound(grain, stream.first_partition)))
+    keys = grain.keys_between(grain.floor(min(lookback, first)), after)
     archive = archive_for(stream)
     files = list_files(archive, *read_window(stream, *grain.bounds(keys[0], keys[-1])))
     counted, unreadable = count_files(stream, files, on_file)
@@ -210,7 +219,31 @@ def build_plan(
         throughput=events_throughput(ingestions),
         numbers=sample_numbers(stream, [f for f in files if f.rows is None]),
         refused=refused_entries(stream, archive),
+        clipped=clipped,
     )
+
+
+def held_range(stream: StreamSpec, first: datetime, after: datetime) -> tuple[datetime, datetime, str | None]:
+    """[first, after) bounded by what the stream can hold: from its first partition (`first_partition`) to
+    the partition of now (later ones have no ingestion hour yet), and the note that says so when it bounded
+    anything. A range that holds none of them is refused: planning 1970 to 2199 lists what exists, not
+    two million empty hours."""
+    grain = stream.grain
+    held_from, held_to = grain.floor(bound(grain, stream.first_partition)), grain.ceil(settings.now())
+    low, high = max(first, held_from), min(after, held_to)
+    if high <= low:
+        raise ValueError(
+            f"{stream.name} holds no {grain.unit} in --start {option_text(grain, first)} to --end "
+            f"{option_text(grain, after)}: its {grain.plural} run from {option_text(grain, held_from)} "
+            f"(first_partition) to {option_text(grain, held_to)} (now, exclusive)"
+        )
+    if (low, high) == (first, after):
+        return first, after, None
+    note = (
+        f"planned {option_text(grain, low)} to {option_text(grain, high)} (exclusive): what {stream.name} "
+        f"holds of the range (from first_partition to now)"
+    )
+    return low, high, note
 
 
 def count_files(
@@ -284,6 +317,8 @@ def plan_table(plan: Plan) -> Table:
 def plan_summary(plan: Plan) -> list[str]:
     """The totals, the estimate (or why there is none) and what would block the run."""
     lines = [totals_line(plan)]
+    if plan.clipped:
+        lines.append(plan.clipped)
     if plan.unreadable:
         lines.append(f"[red]unreadable (corrupt gzip): {', '.join(map(shown, plan.unreadable))}")
     if plan.refused:

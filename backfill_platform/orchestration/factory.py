@@ -30,7 +30,7 @@ from backfill_platform.pipeline.replay.job import replay_to_kafka_job, replay_to
 from backfill_platform.pipeline.replay.kinesis import KinesisResource
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import SpecSet
+from backfill_platform.specs.loader import SpecSet, check_isolation
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -39,6 +39,8 @@ def platform_definitions(specs: SpecSet) -> Definitions:
 
     `specs`: every stream and dataset of the code location, the `specs` resource of its jobs (revert and
     replay look theirs up by name)."""
+    # No stream's replay target is another's live one, however the set was put together.
+    check_isolation(specs.streams)
     catalog = catalog_from_env()
     return Definitions(
         jobs=[revert_promotion_job, replay_to_kinesis_job, replay_to_kafka_job],

@@ -1,13 +1,13 @@
 """Where a stream's archive is: a local folder confined to the data roots, or an S3 prefix.
 
-A location is checked when the spec loads: an `s3://` prefix must name a valid bucket and a clean prefix,
-and a local folder must resolve (after `..` and symlinks) inside the data directory or a folder of
-BACKFILL_PLATFORM_ARCHIVE_ROOTS, unless the spec says otherwise.
+A location is checked when the spec loads: an `s3://` prefix must name a valid bucket and a clean prefix in
+a bucket of BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS, and a local folder must resolve (after `..` and symlinks)
+inside the data directory or a folder of BACKFILL_PLATFORM_ARCHIVE_ROOTS. Both lists are the operator's
+settings (environment variables): a spec cannot widen them. Neither may overlap the warehouse.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -16,10 +16,13 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from backfill_platform import settings
 from backfill_platform.specs.common import Identifier, SpecModel, check_name
+from backfill_platform.specs.isolation import check_archive_table
 from backfill_platform.specs.replay_targets import KafkaTopicName
 
-# Extra folders (separated by `:`) an archive location may resolve into, besides the data directory.
-ARCHIVE_ROOTS_ENV = "BACKFILL_PLATFORM_ARCHIVE_ROOTS"
+# The operator's settings (never a spec's): extra folders (separated by `:`) an archive location may
+# resolve into besides the data directory, and the S3 buckets an `s3://` location may name.
+ARCHIVE_ROOTS_ENV = settings.ARCHIVE_ROOTS_ENV
+ARCHIVE_S3_BUCKETS_ENV = settings.ARCHIVE_S3_BUCKETS_ENV
 
 
 def check_edges(kafka: KafkaConnectSpec | KafkaMetadataSpec) -> KafkaConnectSpec | KafkaMetadataSpec:
@@ -124,7 +127,10 @@ class ArchiveSpec(SpecModel):
         default=None,
         description=(
             "Folder of the archive: absolute, or relative to the data directory; or an S3 prefix "
-            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3). Not with `iceberg_table`."
+            "`s3://bucket/prefix` (listed and read through dagster-aws/boto3). Not with `iceberg_table`. "
+            "Where it may be is the operator's setting, not the spec's: a folder inside the data directory "
+            "or one of BACKFILL_PLATFORM_ARCHIVE_ROOTS, a bucket (or prefix) of "
+            "BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS (none when unset); never overlapping the warehouse."
         ),
     )
     iceberg_table: IcebergTableName | None = Field(
@@ -133,7 +139,8 @@ class ArchiveSpec(SpecModel):
             "The archive is an Iceberg table of the platform's catalog, `namespace.table` (e.g. written by "
             "Iceberg's Kafka Connect sink, Firehose or a Flink job), instead of a folder: ingestion hours "
             "come from `ingestion_time`, a day reads its read window from one pinned snapshot, and an "
-            "hour's data version is the last append that touched it (compactions and expiry change none)."
+            "hour's data version is the last append that touched it (compactions and expiry change none). "
+            "Never a table of the namespaces the platform writes (`raw`, `shadow`, `prod`, `platform`)."
         ),
     )
     catalog: Identifier | None = Field(
@@ -185,13 +192,6 @@ class ArchiveSpec(SpecModel):
     compression: Literal["gzip", "none"] = Field(
         default="gzip", description="`gzip` (`.gz` files) or `none` (plain files)."
     )
-    allow_outside_data_roots: bool = Field(
-        default=False,
-        description=(
-            "Let `location` resolve outside the data directory and the folders of "
-            f"{ARCHIVE_ROOTS_ENV} (otherwise such a location, e.g. `../../etc` or `/etc`, is refused)."
-        ),
-    )
     kafka_connect: KafkaConnectSpec | None = Field(
         default=None,
         description=(
@@ -207,6 +207,22 @@ class ArchiveSpec(SpecModel):
         le=256 << 20,
         description="Longer records are quarantined as `line_too_long` (their first KiB is kept).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_self_granted_roots(cls, data: object) -> object:
+        if isinstance(data, dict) and "allow_outside_data_roots" in data:
+            raise ValueError(
+                "'allow_outside_data_roots' is no longer a spec field: where an archive may be is the "
+                f"operator's decision, not a spec's; the operator lists its folder in {ARCHIVE_ROOTS_ENV} "
+                f"(or an S3 bucket in {ARCHIVE_S3_BUCKETS_ENV})"
+            )
+        return data
+
+    @field_validator("iceberg_table")
+    @classmethod
+    def _not_a_platform_table(cls, value: str | None) -> str | None:
+        return None if value is None else check_archive_table(value)
 
     @field_validator("layout")
     @classmethod
@@ -235,8 +251,11 @@ class ArchiveSpec(SpecModel):
 
     @model_validator(mode="after")
     def _inside_roots(self) -> ArchiveSpec:
-        if self.location is not None and self.s3 is None:
-            check_archive_root(self, settings.data_dir())
+        if self.location is not None:
+            if self.s3 is None:
+                check_archive_root(self, settings.data_dir())
+            else:
+                check_s3_location(self.location)
         return self
 
     @property
@@ -281,27 +300,75 @@ def parse_s3_location(location: str) -> tuple[str, str] | None:
 
 
 def archive_roots(data_dir: Path) -> list[Path]:
-    extra = [Path(p.strip()) for p in os.environ.get(ARCHIVE_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
-    return [Path(data_dir).resolve(), *(p.resolve() for p in extra)]
+    """The data directory and the folders of ARCHIVE_ROOTS_ENV, resolved (the operator's settings)."""
+    return [Path(data_dir).resolve(), *settings.archive_roots()[1:]]
+
+
+def _overlaps(a: Path, b: Path) -> bool:
+    return a.is_relative_to(b) or b.is_relative_to(a)
 
 
 def check_archive_root(archive: ArchiveSpec, data_dir: Path) -> Path:
-    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots.
+    """The archive's root folder, resolved (`..` and symlinks); refused outside the configured roots, and
+    where it holds or lies in the warehouse the platform writes (other streams' tables) or is the data
+    directory itself (the platform's catalog and run storage).
 
-    An `s3://` location has no local root: it is refused here (see `parse_s3_location`)."""
+    An `s3://` location has no local root: it is refused here (see `check_s3_location`)."""
     if archive.location is None:
         raise ValueError(f"the archive is the Iceberg table {archive.iceberg_table!r}, not a folder")
     if parse_s3_location(archive.location) is not None:
         raise ValueError(f"field 'archive.location': {archive.location!r} is in S3, not a local folder")
     location = Path(archive.location)
-    root = (location if location.is_absolute() else Path(data_dir) / location).resolve()
-    if archive.allow_outside_data_roots:
-        return root
-    roots = archive_roots(data_dir)
+    data = Path(data_dir).resolve()
+    root = (location if location.is_absolute() else data / location).resolve()
+    roots = archive_roots(data)
     if not any(root.is_relative_to(allowed) for allowed in roots):
         raise ValueError(
             f"field 'archive.location': {archive.location!r} resolves to {root}, outside the configured "
-            f"data roots ({', '.join(map(str, roots))}); add its folder to {ARCHIVE_ROOTS_ENV} or set "
-            "'archive.allow_outside_data_roots: true'"
+            f"data roots ({', '.join(map(str, roots))}); the operator allows a folder by adding it to "
+            f"{ARCHIVE_ROOTS_ENV} (a spec cannot)"
+        )
+    warehouse = settings.warehouse_location()
+    if warehouse.startswith("file://") or warehouse.startswith("/"):
+        written = Path(warehouse.removeprefix("file://")).resolve()
+        if _overlaps(root, written):
+            raise ValueError(
+                f"field 'archive.location': {archive.location!r} resolves to {root}, which overlaps the "
+                f"warehouse the platform writes ({written}): an archive never reads the platform's tables"
+            )
+    if root == data:
+        raise ValueError(
+            f"field 'archive.location': {archive.location!r} is the data directory itself ({data}), which "
+            "holds the platform's catalog, warehouse and run storage; name the archive's own folder"
         )
     return root
+
+
+def check_s3_location(location: str) -> tuple[str, str]:
+    """(bucket, prefix) of an `s3://` location the operator allows (ARCHIVE_S3_BUCKETS_ENV lists its
+    bucket, or a prefix of its key), and not overlapping the warehouse the platform writes."""
+    bucket, prefix = parse_s3_location(location) or ("", "")
+    allowed = settings.archive_s3_prefixes()
+    if not any(bucket == b and _key_within(prefix, p) for b, p in allowed):
+        listed = ", ".join(f"{b}/{p}" if p else b for b, p in allowed) or "none"
+        raise ValueError(
+            f"field 'archive.location': {location!r}: bucket {bucket!r} is not one the operator allows "
+            f"archives in (allowed: {listed}); the operator lists it in {ARCHIVE_S3_BUCKETS_ENV}"
+        )
+    configured = settings.warehouse_location()
+    warehouse = parse_s3_location(configured) if configured.startswith("s3://") else None
+    if (
+        warehouse is not None
+        and warehouse[0] == bucket
+        and (_key_within(prefix, warehouse[1]) or _key_within(warehouse[1], prefix))
+    ):
+        raise ValueError(
+            f"field 'archive.location': {location!r} overlaps the warehouse the platform writes "
+            f"({configured}): an archive never reads the platform's tables"
+        )
+    return bucket, prefix
+
+
+def _key_within(key: str, prefix: str) -> bool:
+    """`key` is `prefix` or below it, segment by segment (`a/bc` is not below `a/b`)."""
+    return not prefix or key == prefix or key.startswith(prefix + "/")

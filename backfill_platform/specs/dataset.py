@@ -22,6 +22,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from backfill_platform.specs.common import FieldType, Identifier, SpecModel, check_name
 from backfill_platform.specs.durations import DAY, parse_duration
 from backfill_platform.specs.grain import Grain
+from backfill_platform.specs.jvm_zones import JVM_TIME_ZONES
 from backfill_platform.specs.transforms import TRANSFORM_PATTERN, load_transform
 
 # A lookback reaches at most this far before a day: a week of a source's events per day read.
@@ -186,6 +187,13 @@ class DatasetSpec(SpecModel):
             raise ValueError(
                 f"{value!r} is not a time zone name such as 'America/New_York' or 'UTC'"
             ) from None
+        # Python and Spark (the JVM) must both know it: Python's database also has names the JVM refuses
+        # (`localtime`, `Factory`, `EST`, a zone newer than the JVM's data), which fail the run in Spark.
+        if value not in JVM_TIME_ZONES:
+            raise ValueError(
+                f"{value!r} is a time zone Python knows but Spark's JVM does not: give a zone both know, "
+                "such as 'America/New_York' or 'UTC'"
+            )
         return value
 
     @field_validator("bucket_column")

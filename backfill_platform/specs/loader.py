@@ -22,6 +22,7 @@ from backfill_platform.specs.yaml_guard import (
     MAX_SPEC_DEPTH,
     MAX_SPEC_NODES,
     SpecError,
+    check_inside,
     load_yaml,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_SPEC_NODES",
     "SpecError",
     "SpecSet",
+    "check_isolation",
     "load_spec_file",
     "load_specs",
 ]
@@ -164,6 +166,7 @@ def load_specs(dirs: list[Path] | None = None, known_streams: dict[str, StreamSp
         if not folder.is_dir():
             raise SpecError(f"{folder}: spec folder does not exist (named in {SPECS_ENV}?)")
         for path in spec_files(folder):
+            check_inside(path, folder)  # a link out of the folder is refused unread
             spec = load_spec_file(path)
             if spec is None:
                 continue
@@ -175,4 +178,16 @@ def load_specs(dirs: list[Path] | None = None, known_streams: dict[str, StreamSp
     streams = {**(known_streams or {}), **specs.streams}
     for dataset in specs.datasets.values():
         raise_problems(dataset._source_path, dataset_problems(dataset, streams))
+    check_isolation(streams)
     return specs
+
+
+def check_isolation(streams: dict[str, StreamSpec]) -> None:
+    """No stream's replay target is another's live topic or stream (`specs/isolation.py`): one SpecError
+    naming the file of the first stream that lists one."""
+    from backfill_platform.specs.isolation import isolation_problems
+    from backfill_platform.specs.references import Problem
+
+    for spec in streams.values():
+        problems = [Problem(field, reason) for field, reason in isolation_problems(spec, streams)]
+        raise_problems(getattr(spec, "_source_path", None), problems)

@@ -24,6 +24,7 @@ from backfill_platform.specs.common import (
 )
 from backfill_platform.specs.durations import HOUR, parse_duration
 from backfill_platform.specs.grain import Grain, GrainUnit
+from backfill_platform.specs.isolation import isolation_problems
 from backfill_platform.specs.replay_targets import KafkaTopicName, KinesisStreamName, check_replay_targets
 from backfill_platform.specs.upcasts import UpcastStep, upcast_field_types
 
@@ -106,6 +107,12 @@ class SchemaVersion(SpecModel):
             "no override)."
         ),
     )
+
+    @field_validator("non_standard_numbers", mode="before")
+    @classmethod
+    def _empty_is_no_override(cls, value: Any) -> Any:
+        # As documented: an empty value (`non_standard_numbers: ''`) is no override, as `null` is.
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 class StreamSpec(SpecModel):
@@ -291,6 +298,9 @@ class StreamSpec(SpecModel):
     def _live_is_not_a_backfill_stream(self) -> StreamSpec:
         check_replay_targets(self.live_kinesis_stream, self.backfill_kinesis_streams)
         check_replay_targets(self.live_kafka_topic, self.backfill_kafka_topics, "backfill_kafka_topics")
+        # Also the topic its own archive is written from (another stream's live targets: the loader).
+        for field, reason in isolation_problems(self, {}):
+            raise ValueError(f"{field}: {reason}")
         return self
 
     @model_validator(mode="after")

@@ -60,7 +60,7 @@ def load_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+        raise SpecError(yaml_problem(path, exc)) from None
 
 
 def check_yaml(path: Path, text: str) -> None:
@@ -69,12 +69,37 @@ def check_yaml(path: Path, text: str) -> None:
         _check_shape(path, text)
         _check_duplicate_keys(path, text)
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+        raise SpecError(yaml_problem(path, exc)) from None
+
+
+def yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
+    """The parser's complaint, with its line and column, but never the text around it: PyYAML's own
+    message quotes the offending line, which may be a secret (a file linked in, a token pasted)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    words = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+    problem = "; ".join(w for w in words if w) or type(exc).__name__
+    return f"{path}: {where}not valid YAML: {problem}"
+
+
+def check_inside(path: Path, folder: Path) -> None:
+    """Refuse a spec file whose real path leaves its folder (a link to a credentials file, `/dev/zero`):
+    never opened, so nothing of it is read or quoted."""
+    try:
+        real, root = path.resolve(strict=True), folder.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise SpecError(f"{path}: a broken or looping link; a spec is a file of its folder") from None
+    if not real.is_relative_to(root):
+        raise SpecError(
+            f"{path}: a link leading out of the spec folder {folder}; a spec is a file of its folder "
+            "(not read)"
+        )
 
 
 def check_folder(folder: Path) -> None:
     """Every YAML file below a defs folder, checked before Dagster's component loader parses it."""
     for path in sorted({*folder.rglob("*.yaml"), *folder.rglob("*.yml")}):
+        check_inside(path, folder)
         check_yaml(path, read_spec_text(path))
 
 

@@ -63,8 +63,9 @@ def daily_activity_spec() -> dict:
 class TeamProject:
     """A project as `backfill-platform init` writes it, with its own data directory and Dagster home."""
 
-    def __init__(self, parent: Path, data: Path) -> None:
+    def __init__(self, parent: Path, data: Path, archive_root: Path) -> None:
         self.root, self.data, self.home = parent / "team_views", data, parent / "dagster_home"
+        self.archive_root = archive_root
         init_project(self.root)
         self.defs = self.root / "team_views" / "defs"
         self.home.mkdir()
@@ -78,6 +79,8 @@ class TeamProject:
                 "VIRTUAL_ENV": str(DG.parent.parent),
                 "DAGSTER_HOME": str(self.home),
                 settings.DATA_DIR_ENV: str(self.data),
+                # The operator allows the session's archive, read in place (a spec cannot).
+                settings.ARCHIVE_ROOTS_ENV: str(self.archive_root),
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "DAGSTER_DISABLE_TELEMETRY": "1",
             }
@@ -117,13 +120,10 @@ class TeamProject:
 def project(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> TeamProject:
     """The team's project over the session's archive (read in place), with its own lakehouse."""
     root = tmp_path_factory.mktemp("team_project")
-    project = TeamProject(root, root / "data")
+    project = TeamProject(root, root / "data", playback_archive)
     stream = builtin_spec_data("playback")
     stream["name"] = "team_playback"
-    stream["archive"] |= {
-        "location": str(playback_archive),
-        "allow_outside_data_roots": True,
-    }
+    stream["archive"]["location"] = str(playback_archive)  # an archive root of the project's env()
     write_component(project.defs, "team_playback", stream)
     write_component(project.defs, "daily_activity", {"kind": "dataset", **daily_activity_spec()})
     (project.defs / "daily_activity" / "transform.py").write_text(TRANSFORM)
@@ -210,7 +210,7 @@ def test_the_cli_backfills_and_reports_the_team_project_from_its_folder(backfill
 
 
 def test_scaffolded_components_are_a_valid_starting_point(tmp_path):
-    project = TeamProject(tmp_path, tmp_path / "data")
+    project = TeamProject(tmp_path, tmp_path / "data", tmp_path)
     project.dg("scaffold", "defs", "backfill_platform.components.Stream", "my_stream")
     project.dg("scaffold", "defs", "backfill_platform.components.Dataset", "my_dataset")
     assert (project.defs / "my_dataset" / "transform.py").is_file()
@@ -219,7 +219,7 @@ def test_scaffolded_components_are_a_valid_starting_point(tmp_path):
 
 
 def test_a_misspelt_attribute_names_the_file_and_line(tmp_path):
-    project = TeamProject(tmp_path, tmp_path / "data")
+    project = TeamProject(tmp_path, tmp_path / "data", tmp_path)
     project.dg("scaffold", "defs", "backfill_platform.components.Stream", "my_stream")
     path = project.defs / "my_stream" / "defs.yaml"
     path.write_text(path.read_text().replace("allowed_lateness:", "allowed_latenes:"))

@@ -30,6 +30,9 @@ from backfill_platform_tests.support.kafka_connect import assert_events_are_the_
 from backfill_platform_tests.support.moto import MotoServer, aws
 from backfill_platform_tests.support.session import START
 
+# Archives in moto's buckets: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS).
+pytestmark = pytest.mark.usefixtures("s3_archive_buckets")
+
 D2 = START + timedelta(days=1)
 BUCKET = "kafka-connect-sink"
 

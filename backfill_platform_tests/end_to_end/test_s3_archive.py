@@ -46,6 +46,9 @@ from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.moto import MotoServer, aws
 from backfill_platform_tests.support.session import START, range_tags
 
+# Archives in moto's buckets: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS).
+pytestmark = pytest.mark.usefixtures("s3_archive_buckets")
+
 BUCKET = "firehose-archive"
 PREFIX = "playback/firehose"
 D1, D3 = START, START + timedelta(days=2)

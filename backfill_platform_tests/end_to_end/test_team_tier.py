@@ -46,7 +46,12 @@ from backfill_platform_tests.support.processes import free_port, stop, wait_unti
 from backfill_platform_tests.support.session import REPO_ROOT, START
 from backfill_platform_tests.support.streams import write_stream_specs
 
-pytestmark = [pytest.mark.other_writers, pytest.mark.long_running(minutes=2)]
+pytestmark = [
+    pytest.mark.other_writers,
+    pytest.mark.long_running(minutes=2),
+    # Archives in moto's buckets: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_S3_BUCKETS).
+    pytest.mark.usefixtures("s3_archive_buckets"),
+]
 
 DAYS = 3
 EVENTS_PER_DAY = 2000
@@ -303,6 +308,7 @@ def team_env(
             settings.SPARK_MASTER_ENV: cluster.master_url,
             settings.CATALOG_URI_ENV: rest_catalog.uri,
             settings.WAREHOUSE_ENV: rest_catalog.warehouse,
+            settings.ARCHIVE_S3_BUCKETS_ENV: ARCHIVE_BUCKET,
             "DAGSTER_HOME": str(dagster_home),
             "DAGSTER_PG_HOST": "127.0.0.1",
             "DAGSTER_PG_PORT": str(postgres.port),

@@ -108,15 +108,21 @@ class TableArchive:
     # -- metadata ---------------------------------------------------------------------------------
 
     def _load(self) -> Any:
-        from pyiceberg.exceptions import NoSuchTableError
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, RESTError
 
         try:
             return self.catalog.load_table(self.identifier)
-        except NoSuchTableError:
+        except (NoSuchTableError, NoSuchNamespaceError):
             raise ArchiveReadError(f"archive table {self.identifier} does not exist in the catalog") from None
+        except RESTError as error:
+            # The class says what went wrong; the server's body is not repeated (it may echo the request).
+            raise ArchiveReadError(
+                f"archive table {self.identifier}: the catalog answered with an error "
+                f"({type(error).__name__}); see the catalog server's log"
+            ) from None
         except Exception as error:
-            # The catalog's answer (or requests' URL) may quote the request's headers: masked, and not kept
-            # as the cause, since Dagster stores a failed step's causes too.
+            # Any other answer (or requests' URL) may quote the request's headers: masked, and not kept as
+            # the cause, since Dagster stores a failed step's causes too.
             if not type(error).__module__.startswith(("pyiceberg", "requests", "urllib3")):
                 raise
             raise ArchiveReadError(

@@ -115,6 +115,15 @@ def hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
+def is_folder(entry: os.DirEntry) -> bool:
+    """`entry.is_dir()`, False where it cannot be told (a looping link raises ELOOP): such an entry is then
+    judged, and refused, as a file (`boundary.entry_refusal`), never a crash of the listing."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class LocalArchive(HourlyListing):
     """An archive in a local folder, in hourly ingestion folders named by `layout` (strftime).
@@ -139,7 +148,7 @@ class LocalArchive(HourlyListing):
         files = []
         with os.scandir(folder) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
-                if hidden(entry.name) or entry.is_dir() or entry_refusal(entry, self.root):
+                if hidden(entry.name) or is_folder(entry) or entry_refusal(entry, self.root):
                     continue
                 stat = entry.stat()
                 files.append(
@@ -188,7 +197,7 @@ class LocalArchive(HourlyListing):
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(name)
                     continue
-                is_dir = entry.is_symlink() and entry.is_dir()
+                is_dir = entry.is_symlink() and is_folder(entry)
                 refusal = entry_refusal(entry, self.root, want_dir=is_dir)
                 if refusal:
                     found.append(UnlistedFile(name, lstat_size(Path(entry.path)), 0, refusal))

@@ -7,6 +7,7 @@ ledger as adopted and unvalidated. It never overwrites a production partition th
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from pyspark.sql import SparkSession
@@ -43,6 +44,27 @@ class AdoptRefused(RuntimeError):
     """Adoption would overwrite production data; nothing was written."""
 
 
+# A table to adopt: `namespace.table` or `catalog.namespace.table`, plain identifiers (no quoting, no SQL).
+_SOURCE_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}(\.[A-Za-z_][A-Za-z0-9_]{0,127}){1,2}")
+
+
+def check_source_name(source_table: str) -> str:
+    """Refuse a source that is not a plain table name (before Spark is even started)."""
+    if not _SOURCE_TABLE.fullmatch(source_table):
+        raise AdoptRefused(
+            f"--from {source_table!r} is not a table name: `namespace.table` or `catalog.namespace.table`, "
+            "letters, digits and '_' only"
+        )
+    return source_table
+
+
+def check_source_table(spark: SparkSession, source_table: str) -> None:
+    """Refuse, before anything is written, a source that is not a plain table name or names no table."""
+    check_source_name(source_table)
+    if not spark.catalog.tableExists(source_table):
+        raise AdoptRefused(f"--from {source_table!r}: no such table in the catalog")
+
+
 def adopt(
     spark: SparkSession,
     spec: DatasetSpec,
@@ -61,6 +83,7 @@ def adopt(
         raise AdoptRefused(
             f"{spec.name} is partitioned by {spec.grain.unit}: adopting a table is for daily datasets"
         )
+    check_source_table(spark, source_table)
     reconcile_ledger(spark, spec)
     target = production_table(spark, spec)
     ensure_dataset_table(spark, spec, target)

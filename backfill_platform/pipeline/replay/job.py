@@ -16,6 +16,7 @@ from backfill_platform.pipeline.replay.runner import (
     run_kafka_replay,
     run_replay,
 )
+from backfill_platform.specs.isolation import live_targets
 from backfill_platform.specs.loader import SpecSet
 
 PROGRESS_LOG_SECONDS = 10.0
@@ -65,6 +66,7 @@ class ReplayRangeConfig(Config):
             breaker_window=self.breaker_window,
             max_failure_rate=self.max_failure_rate,
             sink=sink,  # type: ignore[arg-type]
+            live=live_targets(streams.values(), sink),  # type: ignore[arg-type]
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from backfill_platform.pipeline.replay import checkpoint as checkpoints
 from backfill_platform.pipeline.replay.delivery import CircuitBreaker, ReplayError, ReplaySink
 from backfill_platform.pipeline.replay.kinesis import KinesisSink
 from backfill_platform.pipeline.replay.source import Event, EventSource
+from backfill_platform.specs.isolation import live_targets
 from backfill_platform.specs.stream import StreamSpec
 
 DEFAULT_MAX_RECORDS_PER_SECOND = 500
@@ -46,6 +47,9 @@ class ReplayRequest:
     breaker_window: int = 20
     max_failure_rate: float = 0.5
     sink: Sink = "kinesis"
+    # Every target the platform knows is live (name -> whose), `specs.isolation.live_targets` of all the
+    # code location's streams: refused whichever stream's spec lists it.
+    live: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -81,8 +85,12 @@ class ReplayResult:
         return self.sent / self.seconds if self.seconds else 0.0
 
 
-def check_target(spec: StreamSpec, target: str, sink: Sink = "kinesis") -> None:
-    """Refuse the stream's live stream or topic and any one not declared as a backfill target."""
+def check_target(
+    spec: StreamSpec, target: str, sink: Sink = "kinesis", live_elsewhere: Mapping[str, str] | None = None
+) -> None:
+    """Refuse the stream's live stream or topic, any target the platform knows is live (`live_elsewhere`:
+    name -> whose, every stream's, see `specs.isolation.live_targets`) and any one not declared as a
+    backfill target."""
     if sink == "kafka":
         live, allowed, kind = spec.live_kafka_topic, spec.backfill_kafka_topics, "Kafka topic"
         live_field, allowed_field = "live_kafka_topic", "backfill_kafka_topics"
@@ -93,6 +101,12 @@ def check_target(spec: StreamSpec, target: str, sink: Sink = "kinesis") -> None:
         raise ReplayRefused(
             f"{target!r} is the live {kind} of {spec.name!r} ({live_field}): a replay never writes to the "
             f"live one; replay to one of its {allowed_field} ({', '.join(allowed) or 'none declared'})"
+        )
+    known_live = {**live_targets([spec], sink), **(live_elsewhere or {})}
+    if target in known_live:
+        raise ReplayRefused(
+            f"{target!r} is {known_live[target]}: a replay never writes to a live one; replay to a backfill "
+            f"target of {spec.name!r} ({', '.join(t for t in allowed if t not in known_live) or 'none'})"
         )
     if target not in allowed:
         what = "backfill topic" if sink == "kafka" else "backfill stream"
@@ -127,7 +141,7 @@ def replay(
         raise ReplayRefused(f"end {request.end} must be after start {request.start} (end is exclusive)")
     if request.max_records_per_second < 1:
         raise ReplayRefused("max_records_per_second must be at least 1")
-    check_target(spec, request.target, request.sink)
+    check_target(spec, request.target, request.sink, request.live)
     where = sink.checkpoint_location
     try:
         state = sink.load()

@@ -30,6 +30,9 @@ from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import dataset, run
 from backfill_platform_tests.support.session import START
 
+# Archives in pytest's temporary folders: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_ROOTS).
+pytestmark = pytest.mark.usefixtures("archive_roots_in_tmp")
+
 D2, D4 = START + timedelta(days=1), START + timedelta(days=3)
 NAME = "nested_playback"
 
@@ -141,7 +144,7 @@ def test_a_dataset_names_nested_columns_in_its_rules_and_reconciles(spark_resour
 
 
 def test_a_nested_field_of_the_wrong_shape_is_an_invalid_field(tmp_path, spark):
-    spec = nested_spec(str(tmp_path / "archive"), "nested_shapes", allow_outside_data_roots=True)
+    spec = nested_spec(str(tmp_path / "archive"), "nested_shapes")
     hour = midnight(START) + timedelta(hours=9)
     base = {"schema_version": 2, "event_time": int((hour + timedelta(minutes=5)).timestamp() * 1000),
             "user_id": "u", "title_id": "t", "event_type": "start", "position_sec": 3}  # fmt: skip

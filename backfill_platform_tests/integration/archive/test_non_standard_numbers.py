@@ -35,6 +35,9 @@ from backfill_platform_tests.support.datasets import dataset, promotion_chain, r
 from backfill_platform_tests.support.session import START
 from backfill_platform_tests.support.streams import stream_copy
 
+# Archives in pytest's temporary folders: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_ROOTS).
+pytestmark = pytest.mark.usefixtures("archive_roots_in_tmp")
+
 HOUR = midnight(START) + timedelta(hours=9)
 AT = (HOUR + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
 OK = f'"event_time":"{AT}","race":"r","score":1.5,"laps":3'
@@ -87,7 +90,7 @@ def _spec(name: str, location: Path, setting: str) -> StreamSpec:
     return StreamSpec.model_validate(
         {
             "name": name,
-            "archive": {"location": str(location), "layout": "%Y/%m/%d/%H", "allow_outside_data_roots": True},
+            "archive": {"location": str(location), "layout": "%Y/%m/%d/%H"},
             "event_id_field": "event_id",
             "event_time": {"field": "event_time"},
             "allowed_lateness": "2h",

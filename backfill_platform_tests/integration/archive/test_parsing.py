@@ -16,6 +16,9 @@ from backfill_platform.pipeline.events.ingest import events_table, ingest_window
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
+# Archives in pytest's temporary folders: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_ROOTS).
+pytestmark = pytest.mark.usefixtures("archive_roots_in_tmp")
+
 _names = count()
 DAY1 = datetime(2026, 10, 1, tzinfo=UTC)
 DAY2 = DAY1 + timedelta(days=1)
@@ -27,7 +30,6 @@ def stream_in(tmp_path: Path) -> StreamSpec:
     raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
-    raw["archive"]["allow_outside_data_roots"] = True  # pytest's tmp_path, not the data directory
     return StreamSpec.model_validate(raw)
 
 
@@ -171,7 +173,6 @@ def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path,
     raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "my archive")
-    raw["archive"]["allow_outside_data_roots"] = True
     raw["archive"]["layout"] = "dt=%Y-%m-%d/hour=%H"
     spec = StreamSpec.model_validate(raw)
     deliver(
@@ -189,7 +190,6 @@ def test_cast_and_drop_steps_upcast_and_a_lossy_cast_is_an_invalid_field(tmp_pat
     raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
-    raw["archive"]["allow_outside_data_roots"] = True
     first = raw["schema_versions"][0]
     first["fields"].update(position_sec="double", legacy="string")
     first["upcast"] += [{"cast": {"field": "position_sec", "type": "long"}}, {"drop": "legacy"}]
@@ -221,7 +221,6 @@ def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
     raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
-    raw["archive"]["allow_outside_data_roots"] = True
     raw["first_partition"] = "2026-09-01"
     raw["schema_versions"][1]["event_time_format"] = time_format
     spec = StreamSpec.model_validate(raw)
@@ -249,7 +248,6 @@ def test_iso_times_are_read_with_or_without_a_zone_and_anything_else_is_unparsea
     raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
-    raw["archive"]["allow_outside_data_roots"] = True
     raw["first_partition"] = "2026-09-01"
     spec = StreamSpec.model_validate(raw)
     good = {
@@ -328,7 +326,6 @@ def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_
     raw = builtin_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
-    raw["archive"]["allow_outside_data_roots"] = True
     raw["max_quarantined_per_day"] = 2
     spec = StreamSpec.model_validate(raw)
     small = [v1(f"s{i}", DAY1 + timedelta(hours=5, seconds=i)) for i in range(95)] + ["{truncated"]

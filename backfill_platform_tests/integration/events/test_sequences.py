@@ -17,6 +17,9 @@ from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.session import START
 
+# Archives in pytest's temporary folders: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_ROOTS).
+pytestmark = pytest.mark.usefixtures("archive_roots_in_tmp")
+
 D1 = datetime(START.year, START.month, START.day, tzinfo=UTC)
 D2 = D1 + timedelta(days=1)
 
@@ -25,7 +28,6 @@ def sequenced_stream(name: str, root: Path) -> StreamSpec:
     raw = builtin_spec_data("playback")
     raw["name"] = name
     raw["archive"]["location"] = str(root)
-    raw["archive"]["allow_outside_data_roots"] = True
     raw["sequence"] = {"key": "producer_id", "field": "seq"}
     return StreamSpec.model_validate(raw)
 

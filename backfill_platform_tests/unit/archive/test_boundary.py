@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from backfill_platform.settings import ARCHIVE_ROOTS_ENV
 from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_outside is an autouse fixture
     hostile_archive,
     nothing_outside,
@@ -14,7 +15,7 @@ from backfill_platform_tests.support.specs import mutated
 
 
 @pytest.mark.timeout(60)
-def test_the_archive_root_is_a_boundary(tmp_path):
+def test_the_archive_root_is_a_boundary(tmp_path, monkeypatch):
     from datetime import UTC, datetime
 
     from backfill_platform.pipeline.archive.listing import LocalArchive
@@ -37,6 +38,7 @@ def test_the_archive_root_is_a_boundary(tmp_path):
     from backfill_platform.pipeline.archive.stream_archive import archive_for
     from backfill_platform.specs.stream import StreamSpec
 
-    spec = mutated(archive__location=str(root), archive__allow_outside_data_roots=True)
+    monkeypatch.setenv(ARCHIVE_ROOTS_ENV, str(tmp_path))  # the operator's setting: tmp_path is a root
+    spec = mutated(archive__location=str(root))
     stream = StreamSpec.model_validate(spec)
     assert {f.name: f.why for f in refused_entries(stream, archive_for(stream))} == expected

@@ -46,9 +46,10 @@ def test_plan_over_a_hostile_archive_names_what_it_refused(tmp_path, monkeypatch
     write_spec(
         specs,
         "relay",
-        mutated(name="hostile_relay", archive__location=str(root), archive__allow_outside_data_roots=True),
+        mutated(name="hostile_relay", archive__location=str(root)),
     )
     monkeypatch.setenv("BACKFILL_PLATFORM_SPECS", str(specs))
+    monkeypatch.setenv("BACKFILL_PLATFORM_ARCHIVE_ROOTS", str(tmp_path))  # the operator's setting
     result = CliRunner().invoke(
         main, ["plan", "--stream", "hostile_relay", "--start", "2026-10-01", "--end", "2026-10-02"]
     )

@@ -87,3 +87,22 @@ def test_transforms_inside_the_project_still_load(tmp_path, monkeypatch):
         load_transform("teamlib:f", spec)
     monkeypatch.setenv("BACKFILL_PLATFORM_TRANSFORM_PACKAGES", "teamlib")
     assert load_transform("teamlib:f", spec).__module__ == "teamlib"
+
+
+def test_a_transform_beside_a_spec_is_trusted_code_it_reads_the_environment(tmp_path, monkeypatch):
+    """docs/security.md, the trust model: the platform refuses a transform from outside the project, but a
+    transform beside the spec is Python run with the platform's rights. It can read the environment and
+    the host's files: transforms are reviewed like code; only specs are data."""
+    from backfill_platform.specs.transforms import load_transform
+
+    monkeypatch.setenv("ISSUE59_FAKE_SECRET", "fake-secret-59")
+    (tmp_path / "host.txt").write_text("a host file")
+    (tmp_path / "specs").mkdir()
+    host = str(tmp_path / "host.txt")
+    (tmp_path / "specs" / "nosy.py").write_text(
+        "import os\nfrom pathlib import Path\n"
+        f"SEEN = os.environ['ISSUE59_FAKE_SECRET'], Path({host!r}).read_text()\n"
+        "def f(events):\n    return SEEN\n"
+    )
+    spec = tmp_path / "specs" / "views.yaml"
+    assert load_transform("nosy:f", spec)(None) == ("fake-secret-59", "a host file")

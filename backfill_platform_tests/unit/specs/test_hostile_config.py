@@ -36,18 +36,23 @@ def test_archive_locations_outside_the_data_roots_are_refused(tmp_path, data_dir
     assert "field 'archive.location'" in message and "outside the configured data roots" in message
 
 
-def test_an_outside_location_is_allowed_by_the_spec_or_the_environment(tmp_path, data_dir, monkeypatch):
+def test_an_outside_location_is_allowed_by_the_environment_only(tmp_path, data_dir, monkeypatch):
     outside = tmp_path / "elsewhere"
-    allowed = load_spec_file(
-        write_spec(
-            tmp_path, "a", mutated(archive__location=str(outside), archive__allow_outside_data_roots=True)
-        )
-    )
-    assert archive_for(allowed).root == outside.resolve()
     refused(tmp_path, mutated(archive__location=str(outside)))
+    # A spec cannot grant itself the outside: the old field is refused, naming the operator's setting.
+    message = refused(
+        tmp_path, mutated(archive__location=str(outside), archive__allow_outside_data_roots=True)
+    )
+    assert "'allow_outside_data_roots' is no longer a spec field" in message
+    assert ARCHIVE_ROOTS_ENV in message
     monkeypatch.setenv(ARCHIVE_ROOTS_ENV, str(tmp_path))
-    assert load_spec_file(write_spec(tmp_path, "b", mutated(archive__location=str(outside))))
+    allowed = load_spec_file(write_spec(tmp_path, "b", mutated(archive__location=str(outside))))
+    assert archive_for(allowed).root == outside.resolve()
     assert load_spec_file(write_spec(tmp_path, "c", mutated(archive__location="archive/x/../y")))
+    # The setting is read again when the archive is opened: withdrawn, the folder is refused there too.
+    monkeypatch.delenv(ARCHIVE_ROOTS_ENV)
+    with pytest.raises(ValueError, match="outside the configured data roots"):
+        archive_for(allowed)
 
 
 def test_a_location_changed_after_load_is_refused_at_the_filesystem(data_dir, playback):
