@@ -8,7 +8,8 @@ they fail, subsetting and the backfill policy. Each stage passes only what diffe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+import functools
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -18,10 +19,12 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     AutomationCondition,
+    Failure,
     TimeWindowPartitionsDefinition,
     multi_asset,
 )
 
+from backfill_platform.masking import mask, mask_exception
 from backfill_platform.pipeline.partitions import backfill_policy, event_partitions
 from backfill_platform.specs.stream import StreamSpec
 
@@ -50,7 +53,7 @@ def partitioned_spark_asset(
     decorated function's parameters declare its resources (and config), as for `multi_asset`.
     """
     partitions = partitions or event_partitions(stream)
-    return multi_asset(
+    decorate = multi_asset(
         name=key.to_python_identifier(),
         specs=[
             AssetSpec(
@@ -83,3 +86,24 @@ def partitioned_spark_asset(
         backfill_policy=backfill_policy(stream.max_partitions_per_run),
         pool=pool,
     )
+    return lambda compute: decorate(masked_errors(compute))
+
+
+def masked_errors(compute: Callable[..., Iterator]) -> Callable[..., Iterator]:
+    """`compute` (a step's generator) with every exception it raises masked before Dagster stores it: a
+    step's error text, causes included, goes into the run's event log, and a catalog's or a client's
+    answer may quote a URL with credentials or a request's headers (`masking.mask`). The one boundary
+    every stage's errors cross, whatever raised them (PyIceberg, requests, boto3, Spark)."""
+
+    @functools.wraps(compute)
+    def run(*args: Any, **kwargs: Any) -> Iterator:
+        try:
+            yield from compute(*args, **kwargs)
+        except Exception as error:
+            # Masked in place and re-raised as itself: its type, traceback and metadata are kept.
+            if isinstance(error, Failure) and error.description:
+                error.description = mask(error.description)
+            mask_exception(error)
+            raise
+
+    return run

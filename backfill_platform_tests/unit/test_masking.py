@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from dagster import DagsterInstance, Failure, asset, materialize
 
 from backfill_platform.masking import (
     MASK,
@@ -11,6 +14,7 @@ from backfill_platform.masking import (
     mask,
     mask_exception,
 )
+from backfill_platform.pipeline.spark_asset import masked_errors
 
 
 @pytest.mark.parametrize(
@@ -72,3 +76,40 @@ def test_an_exception_and_its_causes_are_masked_in_place():
         error = raised
     assert mask_exception(error) is error and "tok-59-h" not in str(error)
     assert "pw-59-g" not in str(error.__cause__)
+
+
+def test_a_step_error_is_masked_before_dagster_stores_it(tmp_path, monkeypatch):
+    """Every stage's step crosses `spark_asset.masked_errors`: whatever raised inside it (a client quoting a
+    URL with credentials, a catalog echoing the request's headers, a `Failure` built from such a text), the
+    run's event log and every byte of the instance's storage hold the masked text, never the secret."""
+    monkeypatch.setenv("BACKFILL_PLATFORM_CATALOG_TOKEN", "tok-59-boundary")
+
+    # Texts built at run time, as a client builds them (a traceback quotes the raising line's source).
+    answer = "500 from http://admin:" + "pw-59-url" + "@127.0.0.1:8181 echoing Bearer " + "tok-59-boundary"
+    headers = "load failed: {'Authorization': 'Bearer " + "tok-59-boundary" + "'}"
+
+    def cause() -> Iterator:
+        raise RuntimeError(answer)
+        yield  # a generator, as every stage's step is
+
+    def failure() -> Iterator:
+        raise Failure(description=headers)
+        yield
+
+    for compute in (cause, failure):
+        step = asset(name=compute.__name__)(masked_errors(compute))
+        with DagsterInstance.ephemeral(tempdir=str(tmp_path / compute.__name__)) as instance:
+            result = materialize([step], instance=instance, raise_on_error=False)
+            assert not result.success
+            errors = [e.event_specific_data.error for e in result.all_events if e.is_step_failure]
+            text = " ".join(error.to_string() for error in errors)
+            descriptions = [
+                e.event_specific_data.user_failure_data.description
+                for e in result.all_events
+                if e.is_step_failure and e.event_specific_data.user_failure_data
+            ]
+            assert MASK in text + " ".join(descriptions)
+        stored = b"".join(p.read_bytes() for p in (tmp_path / compute.__name__).rglob("*") if p.is_file())
+        for secret in ("pw-59-url", "tok-59-boundary"):
+            assert secret not in text and secret.encode() not in stored, secret
+            assert all(secret not in d for d in descriptions)
