@@ -57,17 +57,17 @@ def dataset_partitions(dataset: DatasetSpec, stream: StreamSpec) -> TimeWindowPa
 
 
 def local_days_note(dataset: DatasetSpec) -> str:
-    """What an asset's description tells a UI user of a dataset of local days (empty for UTC ones): Dagster
-    refuses an asset backfill across two time zones with a bare "unexpected error" toast, so the asset says
-    what does work."""
+    """What an asset's description tells a UI user of a dataset of local days (empty for UTC ones): its days
+    are read from UTC partitions exactly in runs, while Dagster's webserver and daemon see a coarser
+    dependency (`source_window_mapping.LocalDaysMapping`), which changes what a mixed backfill waits for."""
     if not dataset.grain.local:
         return ""
     zone = dataset.grain.zone
     return (
-        f" Its days are the days of {zone}, read from UTC partitions: from the UI, materialize one day at a "
-        f"time (a single run); a range of days is an asset backfill, which Dagster refuses across time zones "
-        f'("Timezones UTC and {zone} don\'t match"). A range runs with `backfill-platform backfill '
-        f"--dataset {dataset.name} --start FIRST --end AFTER_LAST`, exactly."
+        f" Its days are the days of {zone} (23, 24 or 25 hours), each read from exactly the UTC partitions it "
+        "overlaps. Dagster's webserver and daemon, which cannot map across time zones, see every source "
+        "partition feeding every local day: a range of these days backfills from the UI as any other, and "
+        "a backfill that also selects the source's partitions runs these days after all of them."
     )
 
 

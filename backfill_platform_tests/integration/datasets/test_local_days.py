@@ -143,7 +143,7 @@ def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir
     assert not result.success
     for asset in promotion_chain(spec, stream):  # what the UI says of it, where its users look
         description = asset.descriptions_by_key[asset.key]
-        assert "materialize one day at a time" in description and f"--dataset {spec.name}" in description
+        assert f"the days of {zone}" in description and "every source partition" in description
     failures = [e for e in result.all_events if e.is_step_failure]
     message = " ".join(e.event_specific_data.error.message for e in failures)
     assert f"this run's partitions {keys[0]}..{keys[-1]} are not days of this asset" in message, message
