@@ -20,25 +20,20 @@ daily refresh requests it once it settles. A day the user selects is targeted an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
 
-from dagster import PartitionMapping, PartitionsDefinition, TimeWindowPartitionMapping
+from dagster import PartitionMapping, TimeWindowPartitionMapping
 
-from backfill_platform.dagster_internals import PartitionsSubset, UpstreamPartitionsResult
-
-if TYPE_CHECKING:
-    from backfill_platform.dagster_internals import DynamicPartitionsStore
+from backfill_platform.pipeline.delegating_mapping import DelegatingMapping
 
 
 @dataclass(frozen=True)
-class LookbackMapping(PartitionMapping):
+class LookbackMapping(DelegatingMapping, PartitionMapping):
     """Dataset day D ← source days D-`days_back` … D (days before the source's first one are left out)."""
 
     days_back: int
 
     @property
-    def _inner(self) -> TimeWindowPartitionMapping:
+    def delegate(self) -> TimeWindowPartitionMapping:
         return TimeWindowPartitionMapping(
             start_offset=-self.days_back, end_offset=0, allow_nonexistent_upstream_partitions=True
         )
@@ -48,43 +43,4 @@ class LookbackMapping(PartitionMapping):
         return (
             f"Lookback: dataset day D reads source days D-{self.days_back} to D. Asset backfills "
             "(UI, GraphQL) target the selected days only; the daily refresh follows the lookback."
-        )
-
-    def validate_partition_mapping(
-        self,
-        upstream_partitions_def: PartitionsDefinition,
-        downstream_partitions_def: PartitionsDefinition | None,
-    ) -> None:
-        self._inner.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
-
-    def get_upstream_mapped_partitions_result_for_partitions(
-        self,
-        downstream_partitions_subset: PartitionsSubset | None,
-        downstream_partitions_def: PartitionsDefinition | None,
-        upstream_partitions_def: PartitionsDefinition,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> UpstreamPartitionsResult:
-        return self._inner.get_upstream_mapped_partitions_result_for_partitions(
-            downstream_partitions_subset,
-            downstream_partitions_def,
-            upstream_partitions_def,
-            current_time,
-            dynamic_partitions_store,
-        )
-
-    def get_downstream_partitions_for_partitions(
-        self,
-        upstream_partitions_subset: PartitionsSubset,
-        upstream_partitions_def: PartitionsDefinition,
-        downstream_partitions_def: PartitionsDefinition | None,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> PartitionsSubset:
-        return self._inner.get_downstream_partitions_for_partitions(
-            upstream_partitions_subset,
-            upstream_partitions_def,
-            downstream_partitions_def,
-            current_time,
-            dynamic_partitions_store,
         )

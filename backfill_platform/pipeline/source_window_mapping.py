@@ -40,6 +40,7 @@ from backfill_platform.dagster_internals import (
     UpstreamPartitionsResult,
     serialize_as_builtin,
 )
+from backfill_platform.pipeline.delegating_mapping import DelegatingMapping
 from backfill_platform.pipeline.hour_mapping import clip_to_partitions, subset_windows
 
 if TYPE_CHECKING:
@@ -116,14 +117,14 @@ class SourceWindowMapping(PartitionMapping):
         return existing
 
 
-class LocalDaysMapping(AllPartitionMapping):
+class LocalDaysMapping(DelegatingMapping, AllPartitionMapping):
     """Local days ← the UTC source partitions (hours, or days) their intervals overlap: `SourceWindowMapping`
     in the code location (runs, the daily refresh), `AllPartitionMapping` in Dagster's webserver and daemon.
 
     Only a subclass of a built-in mapping is carried in the code location's snapshot; this one is written
     there under its base class's name (`serialize_as_builtin`), so the host side reads an
-    `AllPartitionMapping` and never compares the two zones. Every method of the protocol is this class's
-    own (the exact mapping's): none of `AllPartitionMapping`'s behaviour is used in the code location.
+    `AllPartitionMapping` and never compares the two zones. Every method of the protocol is the exact
+    mapping's (`DelegatingMapping`): none of `AllPartitionMapping`'s behaviour is used in the code location.
     """
 
     exact: SourceWindowMapping
@@ -132,6 +133,10 @@ class LocalDaysMapping(AllPartitionMapping):
         mapping = super().__new__(cls)
         mapping.exact = SourceWindowMapping(lookback)
         return mapping
+
+    @property
+    def delegate(self) -> SourceWindowMapping:
+        return self.exact
 
     @property
     def lookback(self) -> timedelta:
@@ -153,45 +158,6 @@ class LocalDaysMapping(AllPartitionMapping):
         return (
             f"{self.exact.description} Dagster's webserver and daemon, which cannot map across time zones, "
             "see every source partition feeding every local day."
-        )
-
-    def validate_partition_mapping(
-        self,
-        upstream_partitions_def: PartitionsDefinition,
-        downstream_partitions_def: PartitionsDefinition | None,
-    ) -> None:
-        self.exact.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
-
-    def get_upstream_mapped_partitions_result_for_partitions(
-        self,
-        downstream_partitions_subset: PartitionsSubset | None,
-        downstream_partitions_def: PartitionsDefinition | None,
-        upstream_partitions_def: PartitionsDefinition,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> UpstreamPartitionsResult:
-        return self.exact.get_upstream_mapped_partitions_result_for_partitions(
-            downstream_partitions_subset,
-            downstream_partitions_def,
-            upstream_partitions_def,
-            current_time,
-            dynamic_partitions_store,
-        )
-
-    def get_downstream_partitions_for_partitions(
-        self,
-        upstream_partitions_subset: PartitionsSubset,
-        upstream_partitions_def: PartitionsDefinition,
-        downstream_partitions_def: PartitionsDefinition | None,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> PartitionsSubset:
-        return self.exact.get_downstream_partitions_for_partitions(
-            upstream_partitions_subset,
-            upstream_partitions_def,
-            downstream_partitions_def,
-            current_time,
-            dynamic_partitions_store,
         )
 
 
