@@ -10,6 +10,7 @@ the default.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -234,6 +235,11 @@ LOCAL_TIERED_JIT_OPTIONS = (
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
 )
 MIB = 1 << 20
+# The driver's log4j 2 configuration (lakehouse/jvm/log4j2-driver.properties): no start-up notices in the
+# CLI's output. Quoted for Spark, which splits `extraJavaOptions` on spaces outside quotes.
+DRIVER_LOG_OPTION = shlex.quote(
+    f"-Dlog4j2.configurationFile={Path(__file__).parent / 'jvm' / 'log4j2-driver.properties'}"
+)
 PYTHON_DAEMON_MODULE = "backfill_platform.lakehouse.python_workers"
 # Spark fuses a plan's operators into one generated method per stage and keeps it up to 64 KB of
 # bytecode, but the JVM compiles no method over 8,000 bytes (`-XX:+DontCompileHugeMethods`): the strict
@@ -311,10 +317,11 @@ class SparkIcebergResource(LazyPySparkResource):
         )
 
     def java_options(self, read_bytes: int | None = None) -> str:
-        """The local driver JVM's options for a session whose first read is `read_bytes` (None: unknown)."""
+        """The local driver JVM's options for a session whose first read is `read_bytes` (None: unknown): its
+        compiler, the class archive, and its logging (no start-up notices in the CLI's output)."""
         options = LOCAL_TIERED_JIT_OPTIONS if self.tiered(read_bytes) else LOCAL_CLIENT_JIT_OPTIONS
         shared = class_archive.java_option() if self.class_archive else ""
-        return f"{options} {shared}" if shared else options
+        return " ".join(o for o in (options, shared, DRIVER_LOG_OPTION) if o)
 
     def full_spark_config(self, read_bytes: int | None = None) -> dict[str, str]:
         """Every Spark setting of the session; `read_bytes` (else the hint of `session_for_read`) chooses a

@@ -251,6 +251,9 @@ def test_a_new_local_driver_loads_spark_and_iceberg_from_the_class_archive(tmp_p
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "cds" not in done.stdout + done.stderr  # its warnings never reach a run's output
+    # Nor Spark's start-up notices (lakehouse/jvm/log4j2-driver.properties): the CLI's output is the run's.
+    for notice in ("NativeCodeLoader", "Setting default log level", "To adjust logging level"):
+        assert notice not in done.stdout + done.stderr, done.stderr[-2000:]
     loaded = dict(
         re.match(r"(\S+) source: (.*)", line.split("[class,load] ", 1)[1]).groups()
         for line in log.read_text().splitlines()

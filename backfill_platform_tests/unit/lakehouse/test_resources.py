@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import (
+    DRIVER_LOG_OPTION,
     GENERATED_METHOD_LIMIT,
     LOCAL_CLIENT_JIT_OPTIONS,
     LOCAL_TIERED_JIT_OPTIONS,
@@ -26,9 +27,12 @@ def test_the_first_read_chooses_the_local_jvm_compiler() -> None:
     options = "spark.driver.extraJavaOptions"
     assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config()[options]  # nothing known: quick start
     assert "-XX:TieredStopAtLevel=1" in auto.full_spark_config(8 * MIB - 1)[options]
-    assert auto.full_spark_config(8 * MIB)[options] == LOCAL_TIERED_JIT_OPTIONS
+    assert auto.full_spark_config(8 * MIB)[options] == f"{LOCAL_TIERED_JIT_OPTIONS} {DRIVER_LOG_OPTION}"
     forced = SparkIcebergResource(catalog=catalog, local_jit="client", class_archive=False)
-    assert forced.full_spark_config(10 * 1024 * MIB)[options] == LOCAL_CLIENT_JIT_OPTIONS
+    assert (
+        forced.full_spark_config(10 * 1024 * MIB)[options]
+        == f"{LOCAL_CLIENT_JIT_OPTIONS} {DRIVER_LOG_OPTION}"
+    )
     # A cluster's JVMs keep their defaults; spark_config still wins over the choice.
     assert options not in SparkIcebergResource(catalog=catalog, master="spark://h:7077").full_spark_config(
         MIB**2
