@@ -155,8 +155,9 @@ class DatasetSpec(SpecModel):
         "hour",
         description=(
             "The validation bucket: each hour of a day (`hour`, with bucket_column), or the whole "
-            "partition (`partition`; `day` says the same of a daily dataset). An hourly dataset's bucket "
-            "is its partition."
+            "partition (`partition`; `day` says the same of a daily dataset). When absent it follows the "
+            "grain: `partition` for an hourly dataset and for local days (the only bucket they have), "
+            "`hour` for UTC days."
         ),
     )
     bucket_column: Identifier | None = Field(
@@ -208,8 +209,25 @@ class DatasetSpec(SpecModel):
                 "bucket)"
             )
         if bucket == "hour" and value is None:
-            raise ValueError("bucket_column is required with bucket: hour (the INT hour column)")
+            raise ValueError(
+                "bucket_column is required with bucket: hour (the INT hour column; `hour` is the default of "
+                "a dataset of UTC days), or write `bucket: partition` to validate each day as one bucket"
+            )
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bucket_follows_the_grain(cls, data: Any) -> Any:
+        """An absent `bucket` is the grain's only one where there is one: a whole hour for an hourly dataset
+        (its partition column a timestamp), a whole day for local days (23 to 25 hours). UTC days keep
+        `hour`, checked per hour of the day with `bucket_column`."""
+        if not isinstance(data, dict) or "bucket" in data or data.get("bucket_column") is not None:
+            return data
+        columns = data.get("columns")
+        hourly = isinstance(columns, dict) and columns.get(data.get("partition_column")) == "timestamp"
+        if hourly or data.get("partition_timezone", "UTC") != "UTC":
+            return {**data, "bucket": "partition"}
+        return data
 
     @model_validator(mode="after")
     def _one_source_form(self) -> DatasetSpec:
