@@ -121,37 +121,58 @@ def join_inputs_state(
     grain (None otherwise, or when every source partition it reads is fine). `ingestions`: each stream's
     latest rows by partition key; `grains`: each stream's grain.
 
-    A source read without lookback, of the dataset's grain, is compared by fingerprint with what the
-    validation recorded for it (`inputs`); a lookback reads part of another partition, and a day reads
-    several hours, which no one ingestion fingerprint covers, so such a source partition is stale when it
-    was ingested after the validation."""
+    Judged by fingerprint, as the promotion gate judges, wherever the ledger holds what the partition read:
+    a source read without lookback is compared with what the validation recorded for it (`inputs`) — its
+    own partition's fingerprint, or, for a day rolled up from hours, the sum of its hours' (fingerprints
+    are exact sums, so the hours add up to the day): hours re-derived with the same rows leave the day as
+    it was. A lookback reads part of another partition, which no recorded fingerprint covers: such a
+    source is stale when a partition it reads was ingested after the validation."""
     if len(spec.inputs) == 1 and not spec.inputs[0].lookback and grains[spec.primary_stream] == spec.grain:
         return None
     recorded = DayInputs.parse(validation.get("inputs")) if validation is not None else None
     for source in spec.inputs:
-        same_grain = grains[source.stream] == spec.grain
-        for read_day in source_days([key], source, spec.grain, grains[source.stream]):
-            ingestion = ingestions[source.stream].get(read_day)
-            if ingestion is None:
-                continue
-            if ingestion["checks_passed"] is False:
+        read = {
+            read_day: ingestions[source.stream].get(read_day)
+            for read_day in source_days([key], source, spec.grain, grains[source.stream])
+        }
+        for read_day, ingestion in read.items():
+            if ingestion is not None and ingestion["checks_passed"] is False:
                 failed = ingestion["failed_checks"]
                 return (
                     "blocked",
                     f"{source.stream} {read_day}: events failed {failed} in run {ingestion['run_id']}",
                 )
-            if validation is None:
-                continue
-            if recorded is not None and not source.lookback and same_grain:
-                changed = recorded.per_source.get(source.stream) != Fingerprint.recorded(ingestion, "events")
-            else:
-                changed = ingestion["recorded_at"] > validation["recorded_at"]
-            if changed:
-                return "stale", (
-                    f"{source.stream} {read_day} re-derived in run {ingestion['run_id']} after validation run "
-                    f"{validation['run_id']}"
-                )
+        known = [(d, i) for d, i in read.items() if i is not None]
+        if validation is None or not known:
+            continue
+        newer = [
+            (d, i) for d, i in read.items() if i is not None and i["recorded_at"] > validation["recorded_at"]
+        ]
+        then = recorded.per_source.get(source.stream) if recorded is not None else None
+        now = _read_fingerprint(read) if not source.lookback else None
+        changed = then != now if then is not None and now is not None else bool(newer)
+        if changed:
+            read_day, ingestion = (newer or known)[0]
+            return "stale", (
+                f"{source.stream} {read_day} re-derived in run {ingestion['run_id']} after validation run "
+                f"{validation['run_id']}"
+                + (f" ({len(newer)} of the {len(read)} partitions it reads)" if len(read) > 1 else "")
+            )
     return None
+
+
+def _read_fingerprint(read: Mapping[str, Row | None]) -> Fingerprint | None:
+    """The fingerprint of the events of the source partitions a partition reads whole: the sum of their
+    latest ingestions' (a partition never ingested holds none); None where one was recorded without it."""
+    fingerprints = [
+        Fingerprint.EMPTY if row is None else Fingerprint.recorded(row, "events") for row in read.values()
+    ]
+    if any(f is None for f in fingerprints):
+        return None
+    return Fingerprint(
+        sum(f.rows for f in fingerprints),
+        str(sum(int(f.row_hash) for f in fingerprints)),  # type: ignore[union-attr]
+    )
 
 
 def status(datasets: list[DatasetSpec]) -> list[PartitionStatus]:

@@ -172,3 +172,31 @@ def test_ranges_words_and_bounds():
         "2026-10-01T14:10 to 2026-10-01T15:40 covers whole hours: 2026-10-01T14:00 to 2026-10-01T16:00 (exclusive)"
     )
     assert widened(DAILY, (datetime(2026, 10, 1), datetime(2026, 10, 3)), (DAY, date(2026, 10, 3))) is None
+
+
+def test_status_judges_a_day_rolled_up_from_hours_by_their_fingerprints(monkeypatch):
+    """A New York day validated, then its 25 hours re-derived with the same rows: the hours' fingerprints add
+    up to what the day's validation recorded, so the day is as it was (promoted), not stale — as the
+    promotion gate judges. One hour re-derived with one more row: stale, naming the hours re-derived since."""
+    from backfill_platform.operations import status
+
+    spec = DatasetSpec.model_validate(builtin_spec_data("plays_new_york"))
+    day = "2026-11-01"  # summer time ends: 04:00 UTC to 05:00 UTC the next day
+    hours = [(datetime(2026, 11, 1, 4, tzinfo=UTC) + timedelta(hours=h)).strftime("%Y-%m-%d-%H:%M") for h in range(25)]  # fmt: skip
+    recorded = validation(day, "v1", promoted=41) | {
+        "dataset": spec.name, "version": "v1", "stream": "playback_hourly", "partition": date(2026, 11, 1),
+        "inputs": f"playback_hourly={10 * 25}/{7 * 25}",
+    }  # fmt: skip
+    later = RECORDED + timedelta(hours=2)  # every hour re-derived after the validation
+    rederived = [
+        ingestion(h) | {"stream": "playback_hourly", "recorded_at": later, "run_id": "e2"} for h in hours
+    ]
+    monkeypatch.setattr(status, "ledger_rows", lambda _catalog, _name: [recorded])
+    monkeypatch.setattr(status, "ingestion_rows", lambda _catalog, _name: rederived)
+    grains = {"playback_hourly": HOURLY}
+    assert [(s.key, s.state) for s in status.dataset_status(None, spec, grains)] == [(day, "promoted")]
+
+    rederived[24] |= {"events_rows": 11, "events_row_hash": "9"}  # the day's last hour gained a row
+    (found,) = status.dataset_status(None, spec, grains)
+    assert found.state == "stale" and "playback_hourly 2026-11-01-04:00 re-derived in run e2" in found.detail
+    assert "(25 of the 25 partitions it reads)" in found.detail
