@@ -61,7 +61,12 @@ def check_source_name(source_table: str) -> str:
 def check_source_table(spark: SparkSession, source_table: str) -> None:
     """Refuse, before anything is written, a source that is not a plain table name or names no table."""
     check_source_name(source_table)
-    if not spark.catalog.tableExists(source_table):
+    # A two-part name is asked of the platform's catalog (the session's default): Spark would otherwise ask
+    # its built-in session catalog first, which creates ./spark-warehouse in the working directory.
+    qualified = (
+        source_table if source_table.count(".") == 2 else f"{spark.catalog.currentCatalog()}.{source_table}"
+    )
+    if not spark.catalog.tableExists(qualified):
         raise AdoptRefused(f"--from {source_table!r}: no such table in the catalog")
 
 

@@ -38,7 +38,8 @@ def _write(path: Path, text: str) -> Path:
 
 PROBES = {
     "FIFO": (lambda p: os.mkfifo(p) or p, "not a regular file (a FIFO)"),
-    "link to /dev/zero": (lambda p: p.symlink_to("/dev/zero") or p, "not a regular file (a device)"),
+    # A link out of the defs folder is refused before the file is even looked at (never read).
+    "link to /dev/zero": (lambda p: p.symlink_to("/dev/zero") or p, "a link leading out of the spec folder"),
     "alias bomb in attributes": (
         lambda p: _write(p, COMPONENT + BOMB + "\n"),
         "YAML nodes (aliases expanded)",

@@ -103,7 +103,10 @@ def test_an_archive_catalog_that_echoes_its_token_never_gets_it_stored(tmp_path,
         monkeypatch.setenv(f"{LANDING}URI", url)
         monkeypatch.setenv(f"{LANDING}TOKEN", TOKEN)
         message = failed_run(tmp_path, landing_stream(), platform_catalog(data_dir), [TOKEN])
-    assert "'Authorization': '***'" in message, message
+    # The table call's answer is not repeated at all (it may echo the request): its class is named.
+    assert "the catalog answered with an error (ServerError); see the catalog server's log" in message, (
+        message
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,7 +155,11 @@ def test_the_cli_never_prints_a_token_the_catalog_echoes(tmp_path, monkeypatch, 
     with echoing_catalog(config_answers) as url:
         env = {settings.CATALOG_URI_ENV: url, settings.CATALOG_TOKEN_ENV: TOKEN}
         output = cli_error(monkeypatch, tmp_path, env, "status")
-    assert "'Authorization': '***'" in output and TOKEN not in output
+    assert TOKEN not in output
+    if config_answers:  # a table call's answer is not repeated at all: its class is named
+        assert "the Iceberg catalog answered a table call with an error (ServerError)" in output, output
+    else:  # the configuration call's answer is quoted, masked
+        assert "'Authorization': '***'" in output, output
 
 
 def test_the_cli_refuses_a_token_holding_a_line_break_by_name(tmp_path, monkeypatch):
