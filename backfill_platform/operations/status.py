@@ -32,7 +32,7 @@ from backfill_platform.operations.ledger_view import (
 )
 from backfill_platform.operations.ranges import partition_noun
 from backfill_platform.pipeline.shadow.inputs import source_days
-from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.checksums import Fingerprint, fingerprint_sum
 from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
@@ -169,10 +169,7 @@ def _read_fingerprint(read: Mapping[str, Row | None]) -> Fingerprint | None:
     ]
     if any(f is None for f in fingerprints):
         return None
-    return Fingerprint(
-        sum(f.rows for f in fingerprints),
-        str(sum(int(f.row_hash) for f in fingerprints)),  # type: ignore[union-attr]
-    )
+    return fingerprint_sum(f for f in fingerprints if f is not None)
 
 
 def status(datasets: list[DatasetSpec]) -> list[PartitionStatus]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures
-from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.checksums import Fingerprint, fingerprint_sum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 
@@ -28,8 +28,7 @@ class DayInputs:
     @property
     def total(self) -> Fingerprint:
         """The sum over sources (the ledger's `events_rows`/`events_row_hash`)."""
-        rows = sum(f.rows for f in self.per_source.values())
-        return Fingerprint(rows, str(sum(int(f.row_hash) for f in self.per_source.values())))
+        return fingerprint_sum(self.per_source.values())
 
     def text(self) -> str:
         return ";".join(f"{name}={f.rows}/{f.row_hash}" for name, f in sorted(self.per_source.items()))
