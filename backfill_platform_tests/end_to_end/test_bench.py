@@ -64,7 +64,14 @@ def test_bench_smoke(tmp_path: Path) -> None:
         i for i, x in enumerate(labels) if x.endswith(".raw.playback_events")
     )  # read before written
     assert len(jobs) == platform["spark_jobs"] and [j["job"] for j in jobs] == sorted(j["job"] for j in jobs)
-    assert all(job["seconds"] >= 0 and job["task_s"] >= job["cpu_s"] >= 0 for job in jobs)
+    # Spark counts a task's run time in whole milliseconds and its CPU time in nanoseconds: a job of many
+    # sub-millisecond tasks may show more CPU than run time by up to a millisecond a task (seen in CI).
+    assert all(
+        job["seconds"] >= 0
+        and job["task_s"] >= 0
+        and 0 <= job["cpu_s"] <= job["task_s"] + job["tasks"] / 1000 + 0.01
+        for job in jobs
+    )
     assert sum(job["tasks"] for job in jobs) > len(jobs) / 2  # most jobs ran tasks (some reuse a shuffle)
     bare = next(r for r in default if r["variant"] == "baseline")
     assert any(j["label"].startswith("bare Spark: read, deduplicate, write ") for j in bare["jobs"])
