@@ -125,6 +125,15 @@ class StreamSpec(SpecModel):
         description="Raw field holding the event id (one row per id in the events table)."
     )
     event_time: EventTimeSpec = Field(description="Raw field and format of the event time.")
+    subject_field: FieldPath | None = Field(
+        default=None,
+        description=(
+            "Field of the latest schema that identifies the person an event is about (e.g. `user_id`, or a "
+            "nested `context.user.id`): erasure requests (`backfill-platform erase`) are matched on it, so "
+            "no re-derivation or replay brings an erased subject's records back. A stream without one is "
+            "not covered by erasure (`plan` and `status` say so)."
+        ),
+    )
     allowed_lateness: timedelta = Field(description="How long after its event time an event may arrive.")
     clock_skew: timedelta = Field(
         default=timedelta(minutes=15),
@@ -339,6 +348,22 @@ class StreamSpec(SpecModel):
                     + (f"; missing: {lacking}" if lacking else "")
                 )
         return self
+
+    @model_validator(mode="after")
+    def _subject_is_a_latest_field(self) -> StreamSpec:
+        # Matched on the upcast payload (so every schema version is covered through its upcasts), and
+        # stored in the events table, where the forward clean finds it.
+        if self.subject_field is not None and self.subject_field not in self.latest.fields:
+            raise ValueError(
+                f"subject_field {self.subject_field!r} is not a field of the latest schema version "
+                f"(fields: {', '.join(sorted(self.latest.fields))})"
+            )
+        return self
+
+    @property
+    def subject_column(self) -> str | None:
+        """The events table's column holding the subject, or None when the stream declares none."""
+        return column_name(self.subject_field) if self.subject_field else None
 
     @model_validator(mode="after")
     def _fields_have_distinct_columns(self) -> StreamSpec:

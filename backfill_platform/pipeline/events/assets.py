@@ -13,6 +13,7 @@ from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
 from backfill_platform.pipeline.archive.assets import archive_key
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, hours
 from backfill_platform.pipeline.archive.stream_archive import archive_for
+from backfill_platform.pipeline.erasure.requests import NO_REQUESTS, requests_for
 from backfill_platform.pipeline.events.checks import (
     CHECK_DESCRIPTIONS,
     REQUIRED_COLUMNS,
@@ -81,7 +82,10 @@ def build_events_asset(
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
         archive = archive_for(spec)
         session, start, files, before = _what_to_read(context, spark, spec, key, archive)
-        result = ingest_window(session, spec, archive, start, window.end, run_properties(context), files)
+        # As of one snapshot of the requests, recorded on the commits and the ledger rows it produced.
+        erasure = requests_for(session, spec.name) if spec.subject_field else NO_REQUESTS
+        properties = {**run_properties(context), **erasure.property()}
+        result = ingest_window(session, spec, archive, start, window.end, properties, files, erasure)
         context.log.info(ingest_report(result))
         if result.unlisted:
             # Not part of any day's figures (no window reads them), but never silently ignored.
@@ -210,6 +214,7 @@ def partition_metadata(figures: PartitionFigures) -> dict:
         "conflicting_ids": figures.conflicting_ids,
         "late": figures.late,
         "quarantined": figures.quarantined_total,
+        "erased": figures.erased,
         **{f"quarantined_{reason}": count for reason, count in figures.quarantined.items()},
     }
 
@@ -217,13 +222,25 @@ def partition_metadata(figures: PartitionFigures) -> dict:
 def ingest_report(result: IngestResult) -> str:
     """Per-partition figures as a markdown table (also what `make demo` prints)."""
     rows = [
-        [p.partition, p.records, p.written, p.duplicates, p.quarantined_total, p.late]
+        [p.partition, p.records, p.written, p.duplicates, p.quarantined_total, p.erased, p.late]
         for p in sorted(result.partitions.values(), key=lambda p: p.partition)
     ]
     reasons = {r: sum(p.quarantined[r] for p in result.partitions.values()) for r in REASONS}
     by_reason = ", ".join(f"{r} {n}" for r, n in reasons.items() if n) or "none"
     return (
-        markdown_table(["partition", "read", "written", "duplicates", "quarantined", "late"], rows)
+        markdown_table(["partition", "read", "written", "duplicates", "quarantined", "erased", "late"], rows)
         + f"\n\nquarantined by reason: {by_reason}. {len(result.files)} files, {result.bytes:,} bytes, "
-        f"{result.seconds:.1f} s, {result.events_per_second:,.0f} events/s"
+        f"{result.seconds:.1f} s, {result.events_per_second:,.0f} events/s" + _erasure_line(result)
+    )
+
+
+def _erasure_line(result: IngestResult) -> str:
+    """What the run honored of the erasure requests (nothing when none was ever filed)."""
+    requests = result.erasure
+    if requests.snapshot_id is None:
+        return ""
+    erased = sum(p.erased for p in result.partitions.values())
+    return (
+        f"\n\nerasure: {erased:,} records of {len(requests.hashes):,} requested subjects erased "
+        f"(requests snapshot {requests.snapshot_id})"
     )

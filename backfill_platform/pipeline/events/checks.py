@@ -26,7 +26,10 @@ QUARANTINE_RATIO = "quarantine_ratio"
 RECORDS_PRESENT = "records_present"
 SETTLED = "settled"
 CHECK_DESCRIPTIONS = {
-    RECONCILIATION: "records read = events written + duplicates + quarantined (read back), per day",
+    RECONCILIATION: (
+        "records read = events written + duplicates + quarantined (read back) + erased (records of subjects "
+        "with an erasure request), per day"
+    ),
     QUARANTINE_RATIO: "quarantined / read within the spec's ratio, or at most its per-day count, per day",
     SCHEMA: "pandera model of the events: types, and id, time and ingestion metadata never null",
     RECORDS_PRESENT: "the day has archive records (unless the spec allows empty days)",
@@ -58,7 +61,7 @@ def reconciliation_check(
     start: datetime,
     end: datetime,
 ) -> list[DayVerdict]:
-    """records read = rows in the events table + duplicates removed + rows in quarantine, per day.
+    """records read = rows in the events table + duplicates removed + rows in quarantine + erased, per day.
 
     `written` is the events rows per day as read back from the table the run committed.
     """
@@ -68,12 +71,14 @@ def reconciliation_check(
     verdicts = []
     for day, figures in sorted(result.partitions.items()):
         in_events, in_quarantine = written.get(day, 0), quarantined.get(day, 0)
-        balance = figures.records - in_events - figures.duplicates - in_quarantine
+        balance = figures.records - in_events - figures.duplicates - in_quarantine - figures.erased
         metadata = {
             "read": figures.records,
             "written": in_events,
             "duplicates": figures.duplicates,
             "quarantined": in_quarantine,
+            "erased": figures.erased,
+            "erasure_requests_snapshot": str(result.erasure.snapshot_id or "none"),
             "unaccounted": balance,
         }
         verdicts.append(DayVerdict(RECONCILIATION, day, balance == 0, metadata))

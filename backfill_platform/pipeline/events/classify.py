@@ -35,7 +35,8 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     id's copies and picks its rivals from it, so the records are shuffled once and read once (no cache
     of the parsed records, no second pass for the midnights).
     """
-    admissible = F.col("_reason").isNull()
+    # An erased subject's record is no copy of anything: it is counted apart and written nowhere.
+    admissible = F.col("_reason").isNull() & ~F.col("_erased")
     h_us = F.unix_micros("_ingestion_time")
     grain = spec.grain
     midnight_us = F.unix_micros(F.date_trunc(grain.unit, "_attributed_time"))

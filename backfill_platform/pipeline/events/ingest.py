@@ -25,6 +25,8 @@ from backfill_platform.pipeline.archive.iceberg_reader import read_table_lines
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
 from backfill_platform.pipeline.archive.records import RecordFormat
+from backfill_platform.pipeline.erasure.requests import NO_REQUESTS, Requests
+from backfill_platform.pipeline.erasure.subjects import mark_erased
 from backfill_platform.pipeline.events.classify import classify_window
 from backfill_platform.pipeline.events.completeness import proves_by_offsets, topic_edges_lookup
 from backfill_platform.pipeline.events.parse import REASONS, parse_records
@@ -39,7 +41,7 @@ from backfill_platform.specs.stream import StreamSpec, events_columns
 
 @dataclass
 class PartitionFigures:
-    """The accounting of one event-time partition: records = written + duplicates + quarantined."""
+    """The accounting of one event-time partition: records = written + duplicates + quarantined + erased."""
 
     partition: str
     archive_files: int = 0
@@ -48,6 +50,9 @@ class PartitionFigures:
     duplicates: int = 0
     conflicting_ids: int = 0
     late: int = 0
+    # Records of subjects with an erasure request (`pipeline/erasure/`): dropped before the copies of an id
+    # are compared and before the quarantine, so neither their rows nor their text is written anywhere.
+    erased: int = 0
     quarantined: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
     # One quarantined record per reason, as `file:line: detail | line`, for the checks' metadata.
     samples: dict[str, str] = field(default_factory=dict)
@@ -74,6 +79,8 @@ class IngestResult:
     sequence_gaps: dict[str, list[str]] = field(default_factory=dict)
     # Per day, what proved a table archive's offsets (`table_offsets`): inside the rows, or at the edges too.
     offset_proofs: dict[str, str] = field(default_factory=dict)
+    # The erasure requests the run honored (their table's snapshot).
+    erasure: Requests = NO_REQUESTS
 
     @property
     def bytes(self) -> int:
@@ -127,10 +134,12 @@ def ingest_window(
     end: datetime,
     properties: dict[str, str] | None = None,
     files: list[ArchiveFile] | None = None,
+    erasure: Requests = NO_REQUESTS,
 ) -> IngestResult:
     """Re-derive the events and quarantine of [start, end) from the archive; return the figures.
 
-    `files`: the window's listing (`window_files`) when the caller already made it."""
+    `files`: the window's listing (`window_files`) when the caller already made it. `erasure`: the
+    requests to honor; their subjects' records are counted as erased and written nowhere."""
     began = time.monotonic()
     files = window_files(spec, archive, start, end) if files is None else files
     # The tables' DDL is the run's first catalog call (over a second in a fresh JVM): it runs while the
@@ -139,7 +148,7 @@ def ingest_window(
     tables_ready = ddl.submit(ensure_stream_tables, spark, spec)
     records = classified = None
     try:
-        records = parse_records(_archive_lines(spark, spec, files), spec)
+        records = mark_erased(parse_records(_archive_lines(spark, spec, files), spec), spec, erasure)
         by_offsets = proves_by_offsets(spec)
         if by_offsets or spec.sequence:
             # Offsets and sequences count every record read, also those attributed outside the window:
@@ -148,7 +157,7 @@ def ingest_window(
         # Cached: the figures, the events and the quarantine are three reads of it. Only quarantined
         # records keep their raw line there (the events never read it, the figures one sample per reason
         # and day): the cache of a big day is then about half the size.
-        quarantined = F.col("_reason").isNotNull()
+        quarantined = F.col("_reason").isNotNull() & ~F.col("_erased")
         with uncompressed_cache(spark):
             classified = (
                 classify_window(records, spec, start, end)
@@ -196,6 +205,7 @@ def ingest_window(
         file_records=file_records,
         sequence_gaps=gaps,
         offset_proofs=offset_proofs,
+        erasure=erasure,
     )
 
 
@@ -224,8 +234,9 @@ def _completeness_evidence(
 
 
 def _quarantine_rows(classified: DataFrame) -> DataFrame:
-    """The quarantine table's rows: each record that was not kept, with its line, position and reason."""
-    return classified.where(F.col("_reason").isNotNull()).select(
+    """The quarantine table's rows: each record that was not kept, with its line, position and reason (an
+    erased subject's records excepted: they are counted, never stored)."""
+    return classified.where(F.col("_reason").isNotNull() & ~F.col("_erased")).select(
         "line",
         "_source_file",
         "_line_number",
@@ -316,14 +327,16 @@ def _figures(
 ) -> dict[str, PartitionFigures]:
     grain = spec.grain
     partition = partition_of(grain, "_attributed_time")
-    reason = F.col("_reason")
+    erased = F.col("_erased")
+    reason = F.when(~erased, F.col("_reason"))  # an erased record is counted as erased, whatever else
     kept = F.col("_kept")
     rows = (
         classified.groupBy(partition.alias("day"))
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.count(F.when(kept, 1)).alias("written"),
-            F.count(F.when(reason.isNull() & ~kept, 1)).alias("duplicates"),
+            F.count(F.when(reason.isNull() & ~kept & ~erased, 1)).alias("duplicates"),
+            F.count(F.when(erased, 1)).alias("erased"),
             F.countDistinct(F.when(reason == "conflicting_duplicate", F.col("event_id"))).alias(
                 "conflicting_ids"
             ),
@@ -344,6 +357,7 @@ def _figures(
             duplicates=row["duplicates"],
             conflicting_ids=row["conflicting_ids"],
             late=row["late"],
+            erased=row["erased"],
             quarantined={r: row[r] for r in REASONS},
         )
     # Apart, over the quarantined records only: a string `min` makes Spark sort its input by the grouping

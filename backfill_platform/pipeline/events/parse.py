@@ -300,6 +300,7 @@ def parse_records(lines: DataFrame, spec: StreamSpec) -> DataFrame:
             invalid_field.alias("_invalid_field"),
             *payload.values(),
             *_PARSE_COLUMNS,
+            *_subject_column(spec, payload),
             reading.alias("_reading"),
             F.when(
                 F.col("_clean").isNotNull(),
@@ -431,3 +432,13 @@ def _sequence_columns(spec: StreamSpec) -> list[Column]:
             "_sequence"
         ),
     ]
+
+
+def _subject_column(spec: StreamSpec, payload: dict[str, Column]) -> list[Column]:
+    """Who the record is about (`subject_field`), as text, for erasure: the upcast value, so that every
+    schema version is matched through its upcasts, else the raw text at the field's path, so that a record
+    quarantined before it is typed (an unknown schema version, an invalid field) is still recognised."""
+    if spec.subject_field is None:
+        return []
+    upcast = payload[spec.subject_field].cast("string")
+    return [F.coalesce(upcast, F.trim(_raw(spec.subject_field))).alias("_subject")]

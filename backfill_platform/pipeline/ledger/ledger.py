@@ -58,6 +58,10 @@ class IngestionRow:
     # The Dagster partition key (`2026-10-01`, or `2026-10-01-14:00` for an hour); `partition` is the UTC
     # day it starts on. Null in rows recorded before hours: their key is `partition`.
     partition_key: str | None = None
+    # Records of subjects with an erasure request, and the requests' snapshot the run honored (null in rows
+    # recorded before erasure, and when no request was ever filed).
+    erased: int | None = None
+    erasure_snapshot_id: int | None = None
 
 
 @dataclass
@@ -272,6 +276,8 @@ def record_ingestions(
                 **fingerprints[day].columns("events"),
                 provisional=day in provisional,
                 run_seconds=result.seconds,
+                erased=f.erased,
+                erasure_snapshot_id=result.erasure.snapshot_id,
             )
             for day, f in sorted(result.partitions.items())
         ],

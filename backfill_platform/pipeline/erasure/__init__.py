@@ -1,0 +1,1 @@
+"""Erasure: requests as data, honored by every re-derivation and replay, cleaned forward and proven."""

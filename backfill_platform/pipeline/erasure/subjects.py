@@ -1,0 +1,26 @@
+"""Recognise the records of requested subjects: the `_erased` mark every re-derivation and replay honors."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from backfill_platform.pipeline.erasure.requests import Requests, erasure_key, subject_hash
+from backfill_platform.specs.stream import StreamSpec
+
+
+def mark_erased(
+    records: DataFrame, spec: StreamSpec, requests: Requests, subject: str = "_subject"
+) -> DataFrame:
+    """`records` with `_erased`: the record's subject (column `subject`, text) has a request in `requests`.
+
+    Without requests (or a `subject_field`) the mark is a constant false and costs nothing. With them, each
+    record's subject is hashed with the erasure key inside Spark and looked up in the requests' hashes (a
+    hash set in the generated code: Spark turns a long `isin` into one)."""
+    if not requests or spec.subject_field is None:
+        return records.withColumn("_erased", F.lit(False))
+    value = F.col(subject)
+    hashed = subject_hash(value, erasure_key())
+    return records.withColumn(
+        "_erased", F.coalesce(value.isNotNull() & hashed.isin(sorted(requests.hashes)), F.lit(False))
+    )

@@ -1,0 +1,125 @@
+"""Erasure in the events pass: requested subjects' records are erased before dedupe and quarantine, counted
+per partition (`read = written + duplicates + quarantined + erased`), and their text is stored nowhere.
+
+The erased counts are compared with an independent count from the archive's own lines (Python's `json`,
+the generator's attribution rule), not with the platform's figures. Requests are scoped to this test's own
+stream copy, so no other test's runs honor them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pyspark.sql import functions as F
+
+from backfill_platform.lakehouse.snapshots import current_snapshot_id
+from backfill_platform.lakehouse.tables import snapshot_summary
+from backfill_platform.pipeline.erasure.requests import (
+    HONORED_PROPERTY,
+    file_requests,
+    requests_for,
+    requests_table,
+)
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.ledger.ledger import latest_ingestions
+from backfill_platform_tests.support.datasets import run
+from backfill_platform_tests.support.session import DAYS, START
+from backfill_platform_tests.support.streams import stream_copy
+
+LAST = START + timedelta(days=DAYS - 1)
+
+
+def _archive_lines(root: Path):
+    for path in sorted(root.rglob("*.gz")):
+        y, m, d, h = path.relative_to(root).parts[:4]
+        hour = datetime(int(y), int(m), int(d), int(h), tzinfo=UTC)
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                yield hour, line
+
+
+def _event_time(value) -> datetime | None:
+    try:
+        if isinstance(value, int):
+            return datetime.fromtimestamp(value / 1000, UTC)
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _subjects_lines(root: Path, subjects: set[str]) -> tuple[Counter, list[str]]:
+    """Per day, the archive's lines of `subjects` (attributed as the generator does: to the event-time day
+    when the time is within the stream's horizons, else to the ingestion hour's day); and their texts."""
+    per_day: Counter = Counter()
+    texts = []
+    for hour, line in _archive_lines(root):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("user_id") not in subjects:
+            continue
+        texts.append(line.strip())
+        t = _event_time(record.get("event_time"))
+        admissible = t is not None and hour + timedelta(hours=1) - timedelta(hours=8) <= t < hour + timedelta(
+            minutes=75
+        )
+        per_day[(t if admissible else hour).date().isoformat()] += 1
+    return per_day, texts
+
+
+def test_a_backfill_erases_requested_subjects_everywhere_and_accounts_for_them(
+    truth, data_dir, spark, spark_resource, playback
+):
+    stream = stream_copy(playback, data_dir, "playback_erasure")
+    root = data_dir / "archive" / stream.name
+    users = Counter(
+        json.loads(line).get("user_id")
+        for _, line in _archive_lines(root)
+        if line.startswith("{") and line.rstrip().endswith("}") and '"user_id"' in line
+    )
+    subjects = {user for user, _ in users.most_common(3)}
+    filed, snapshot = file_requests(spark, sorted(subjects), stream.name, "test: three subjects")
+    assert len(filed) == 3 and snapshot is not None
+    # Filed again: the same subjects are not requested twice.
+    again, _ = file_requests(spark, sorted(subjects), stream.name, "again")
+    assert again == []
+    # The table holds keyed hashes only, never the subjects.
+    stored = spark.table(requests_table(spark)).where(F.col("scope") == stream.name).collect()
+    assert len(stored) == 3 and not any(s in str(row.asDict()) for s in subjects for row in stored)
+    assert requests_for(spark, stream.name).snapshot_id == snapshot
+
+    result = run(spark_resource, [build_events_asset(stream)], START, LAST)
+    assert result.success
+
+    events = spark.table(events_table(spark, stream))
+    assert events.where(F.col("user_id").isin(sorted(subjects))).count() == 0
+    assert events.count() > 0
+    quarantine = spark.table(quarantine_table(spark, stream))
+    for subject in subjects:
+        assert quarantine.where(F.col("line").contains(subject)).count() == 0
+
+    expected, texts = _subjects_lines(root, subjects)
+    assert sum(expected.values()) == len(texts) > 30
+    figures = latest_ingestions(spark, stream.name, [START + timedelta(days=i) for i in range(DAYS)])
+    for day, row in figures.items():
+        assert row["records"] == row["written"] + row["duplicates"] + row["quarantined"] + row["erased"], day
+        assert row["erased"] == expected.get(day, 0), day
+        assert row["erasure_snapshot_id"] == snapshot
+        assert row["checks_passed"], (day, row["failed_checks"])
+    # The reconciliation check shows the erased records; the events commit names the requests' snapshot.
+    check = next(
+        e
+        for e in result.get_asset_check_evaluations()
+        if e.check_name == "reconciliation" and e.partition == START.isoformat()
+    )
+    assert check.metadata["erased"].value == expected[START.isoformat()] and check.passed
+    summary = snapshot_summary(
+        spark, events_table(spark, stream), current_snapshot_id(spark, events_table(spark, stream))
+    )
+    assert summary[HONORED_PROPERTY] == str(snapshot)
