@@ -69,3 +69,14 @@ def attributed_from_table(playback_files: DataFrame, impressions_table: DataFram
     from backfill_platform.defs.attributed_plays.transform import attributed_v2
 
     return attributed_v2(playback_files, impressions_table)
+
+
+def plays_per_user(events: DataFrame) -> DataFrame:
+    """Starts per user and event-time hour: a dataset whose table holds the subject (erasure tests)."""
+    return (
+        events.where(F.col("event_type") == "start")
+        .groupBy(
+            F.to_date("event_time").alias("event_date"), F.hour("event_time").alias("event_hour"), "user_id"
+        )
+        .agg(F.count(F.lit(1)).alias("plays"))
+    )

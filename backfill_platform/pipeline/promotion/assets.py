@@ -14,6 +14,12 @@ from dagster import (
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE
+from backfill_platform.pipeline.erasure.proof import (
+    ERASURE_HONORED,
+    PRODUCTION_DESCRIPTION,
+    held_subject_column,
+    production_erasure_verdicts,
+)
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_tags import (
@@ -24,7 +30,8 @@ from backfill_platform.pipeline.run_tags import (
 )
 from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.validation.buckets import failing_bucket_rows
+from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
+from backfill_platform.pipeline.validation.buckets import failing_bucket_rows, table_partition
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.verdicts import (
     DayVerdict,
@@ -52,13 +59,17 @@ def build_production_asset(
     key = production_key(spec)
     primary = next(s for s in sources if s.name == spec.primary_stream)
     version = spec.active_version
+    checks = {PROMOTION_VERIFIED: "production equals the shadow, bucket by bucket, after the promotion"}
+    holds_subject = held_subject_column(spec, sources) is not None
+    if holds_subject:
+        checks[ERASURE_HONORED] = PRODUCTION_DESCRIPTION
 
     @partitioned_spark_asset(
         key,
         primary,
         partitions=dataset_partitions(spec, primary),
         deps=[shadow_key(spec, version)],
-        checks={PROMOTION_VERIFIED: "production equals the shadow, bucket by bucket, after the promotion"},
+        checks=checks,
         automation_condition=automation_condition,
         group_name=spec.name,
         owner=spec.owner,
@@ -103,6 +114,14 @@ def build_production_asset(
                 "differences": metadata_table(*failing_bucket_rows(mismatches, "difference", 20)),
             }
             verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
+        if holds_subject and promotion.days:
+            session = spark.spark_session
+            promoted = read_range(
+                session, production_table(session, spec), spec, start, end, promotion.snapshot_id
+            )
+            verdicts += production_erasure_verdicts(
+                session, spec, sources, promoted, table_partition(spec), promotion.days
+            )
         selected = {check.name for check in context.selected_asset_check_keys}
         targets = judged_materializations(context, key, promotion.days)
         yield from check_evaluations(key, verdicts, selected, per_day, targets)

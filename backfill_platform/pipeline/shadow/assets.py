@@ -17,6 +17,11 @@ from pydantic import Field
 from backfill_platform.faults import SHADOW_BEFORE_CHECKS, failpoint
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import SHADOW_NAMESPACE, replace_range, table_exists
+from backfill_platform.pipeline.erasure.proof import (
+    ERASURE_HONORED,
+    SHADOW_DESCRIPTION,
+    shadow_erasure_verdicts,
+)
 from backfill_platform.pipeline.events.assets import events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
@@ -40,7 +45,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     read_range,
     shadow_table,
 )
-from backfill_platform.pipeline.validation.buckets import day_fingerprints_of
+from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, table_partition
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
@@ -103,7 +108,7 @@ def build_shadow_asset(
         primary,
         partitions=dataset_partitions(spec, primary),
         deps=[source_dep(source, by_name[source.stream], spec.grain) for source in spec.inputs],
-        checks=CHECK_DESCRIPTIONS,
+        checks={**CHECK_DESCRIPTIONS, ERASURE_HONORED: SHADOW_DESCRIPTION},
         # Divergence only warns unless the backfill sets a bound (MAX_DIVERGENCE_TAG): a re-derived day is
         # expected to differ from production. Declared non-blocking, it shows so in the UI, and the daily
         # refresh's production condition (`all_deps_blocking_checks_passed`) leaves its warnings aside.
@@ -144,6 +149,9 @@ def build_shadow_asset(
         actual = table_figures(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
         validation = validate_shadow(spec, version, judged, shadow, actual, production, days, max_ratio)
+        validation.verdicts += shadow_erasure_verdicts(
+            session, spec, sources, shadow, table_partition(spec), frames, days
+        )
         fingerprints = day_fingerprints_of(actual, days)
         record_validation(session, context, spec, version, snapshot, validation, fingerprints, judged)
         yield from day_outcomes(

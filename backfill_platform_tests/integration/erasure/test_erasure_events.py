@@ -123,3 +123,74 @@ def test_a_backfill_erases_requested_subjects_everywhere_and_accounts_for_them(
         spark, events_table(spark, stream), current_snapshot_id(spark, events_table(spark, stream))
     )
     assert summary[HONORED_PROPERTY] == str(snapshot)
+
+
+def _plays_per_user(name: str, stream: str):
+    from backfill_platform.specs.dataset import DatasetSpec
+
+    return DatasetSpec.model_validate(
+        {
+            "name": name,
+            "source_stream": stream,
+            "partition_column": "event_date",
+            "bucket_column": "event_hour",
+            "key_columns": ["event_date", "event_hour", "user_id"],
+            "columns": {"event_date": "date", "event_hour": "int", "user_id": "string", "plays": "long"},
+            "versions": {"v1": {"transform": "backfill_platform_tests.transforms:plays_per_user"}},
+            "active_version": "v1",
+            "expected_rows": {"filter": "event_type = 'start'", "expression": "count(DISTINCT user_id)"},
+            "reconciliation": [
+                {"column": "plays", "filter": "event_type = 'start'", "expression": "count(1)"}
+            ],
+        }
+    )
+
+
+def test_the_erasure_check_blocks_a_shadow_built_on_events_that_still_hold_a_requested_subject(
+    truth, data_dir, spark, spark_resource, playback
+):
+    from backfill_platform.pipeline.erasure.proof import ERASURE_HONORED
+    from backfill_platform.pipeline.promotion.assets import build_production_asset
+    from backfill_platform.pipeline.shadow.assets import build_shadow_asset
+    from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
+
+    stream = stream_copy(playback, data_dir, "playback_erasure_proof")
+    spec = _plays_per_user("plays_per_user_erasure", stream.name)
+    events = build_events_asset(stream)
+    chain = [events, build_shadow_asset(spec, [stream], "v1"), build_production_asset(spec, [stream])]
+    first = run(spark_resource, chain, START, START + timedelta(days=1))
+    assert first.success
+    verdicts = [e for e in first.get_asset_check_evaluations() if e.check_name == ERASURE_HONORED]
+    # Both the shadow's and production's, for both days: nothing requested yet.
+    assert len(verdicts) == 4 and all(v.passed for v in verdicts)
+    assert verdicts[0].metadata["subject_column"].value == "user_id"
+
+    production = spark.table(production_table(spark, spec))
+    subject = (
+        production.where(F.col("event_date") == START).orderBy(F.desc("plays"), "user_id").first()["user_id"]
+    )
+    filed, _ = file_requests(spark, [subject], stream.name, "test", request_id="ticket-7")
+    assert [f.request_id for f in filed] == ["ticket-7"]
+
+    # The shadow alone, on the events derived before the request: blocked, naming the request.
+    shadow_only = run(spark_resource, chain[1:2], START, START + timedelta(days=1))
+    failed = {
+        e.partition: e for e in shadow_only.get_asset_check_evaluations() if e.check_name == ERASURE_HONORED
+    }
+    assert set(failed) == {START.isoformat(), (START + timedelta(days=1)).isoformat()}
+    assert not any(v.passed for v in failed.values())
+    problem = failed[START.isoformat()].metadata["problem"].value
+    assert "shadow rows of requested subjects (ticket-7)" in problem and "events read" in problem
+    assert failed[START.isoformat()].metadata["table_rows_of_requested_subjects"].value > 0
+
+    # Re-derived from the archive: the subject is gone everywhere, every check passes.
+    again = run(spark_resource, chain, START, START + timedelta(days=1))
+    assert again.success
+    assert all(e.passed for e in again.get_asset_check_evaluations() if e.check_name == ERASURE_HONORED)
+    for table in (
+        events_table(spark, stream),
+        shadow_table(spark, spec, "v1"),
+        production_table(spark, spec),
+    ):
+        assert spark.table(table).where(F.col("user_id") == subject).count() == 0, table
+    assert spark.table(production_table(spark, spec)).count() > 0
