@@ -55,6 +55,7 @@ EVENTS_CHECKS = ["quarantine_ratio", "reconciliation", "records_present", "schem
 SHADOW_CHECKS = [
     "checksums_per_bucket",
     "divergence_vs_production",
+    "erasure_honored",
     "events_validated",
     "row_counts_per_bucket",
     "schema",
