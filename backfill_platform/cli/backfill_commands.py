@@ -226,10 +226,15 @@ def status_command(dataset: str | None) -> None:
     process died after a production commit."""
     from backfill_platform.components.registry import project_specs
     from backfill_platform.operations.status import status, status_table
+    from backfill_platform.pipeline.erasure.subjects import erasure_coverage
 
     quiet_dagster()
-    datasets = [dataset_spec(dataset)] if dataset else list(project_specs().datasets.values())
-    wide_console().print(status_table(status(datasets)))
+    specs = project_specs()
+    datasets = [dataset_spec(dataset)] if dataset else list(specs.datasets.values())
+    console = wide_console()
+    console.print(status_table(status(datasets)))
+    for name in sorted({stream for spec in datasets for stream in spec.stream_names}):
+        console.print(erasure_coverage(specs.streams[name]), markup=False)
 
 
 @main.command("report")

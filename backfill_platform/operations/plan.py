@@ -42,6 +42,7 @@ from backfill_platform.pipeline.archive.listing import (
 from backfill_platform.pipeline.archive.opening import S3ReadConfig, decompressed, open_archive_file
 from backfill_platform.pipeline.archive.records import RecordFormat, iter_records
 from backfill_platform.pipeline.archive.stream_archive import archive_for
+from backfill_platform.pipeline.erasure.subjects import erasure_coverage
 from backfill_platform.pipeline.events.completeness import (
     completeness,
     format_hours,
@@ -339,6 +340,8 @@ def plan_summary(plan: Plan) -> list[str]:
     advice = plan.numbers.advice(plan.stream) if plan.numbers else None
     if advice:
         lines.append(advice)
+    coverage = erasure_coverage(plan.stream)
+    lines.append(coverage if plan.stream.subject_field else f"[yellow]{coverage}")
     return lines + lookback_lines(plan) + blocker_lines(plan)
 
 

@@ -195,11 +195,11 @@ def validations_section(dataset: str, rows: list[Row]) -> list[str]:
     """A dataset's validations, one table row per partition and run, from `platform.ledger`."""
     noun = partition_noun(map(key_of_row, rows))
     header = [noun, "version", "run", "archive records", "events written", "duplicates", "quarantined",
-              "late", "shadow rows", "shadow hash sum", "diverging rows", "checks", "promoted snapshot",
+              "erased", "late", "shadow rows", "shadow hash sum", "diverging rows", "checks", "promoted snapshot",
               "promoted at"]  # fmt: skip
     table = [
         [key_of_row(r), r["version"], r["run_id"], _n(r["records"]), _n(r["events_written"]),
-         _n(r["duplicates"]), _n(r["quarantined"]), _n(r["late"]), _n(r["shadow_rows"]),
+         _n(r["duplicates"]), _n(r["quarantined"]), _n(r.get("erased")), _n(r["late"]), _n(r["shadow_rows"]),
          r["shadow_row_hash"] or "-", _n(r["diverging_rows"]), _checks(r), *_promotion(r)]
         for r in rows
     ]  # fmt: skip
@@ -210,10 +210,11 @@ def validations_section(dataset: str, rows: list[Row]) -> list[str]:
 def events_section(stream: str, rows: list[Row]) -> list[str]:
     """A stream's events-only ingestions, one table row per partition and run, from `platform.ingestions`."""
     noun = partition_noun(map(key_of_row, rows))
-    header = [noun, "run", "archive records", "events written", "duplicates", "quarantined", "late", "checks"]
+    header = [noun, "run", "archive records", "events written", "duplicates", "quarantined", "erased", "late",
+              "checks"]  # fmt: skip
     table = [
         [key_of_row(r), r["run_id"], _n(r["records"]), _n(r["written"]), _n(r["duplicates"]),
-         _n(r["quarantined"]), _n(r["late"]), _checks(r)]
+         _n(r["quarantined"]), _n(r.get("erased")), _n(r["late"]), _checks(r)]
         for r in rows
     ]  # fmt: skip
     intro = f"Per {noun}, from `platform.ingestions`:"

@@ -35,6 +35,7 @@ from backfill_platform import settings
 from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.devtools.demo.attribution import attribution_story
+from backfill_platform.devtools.demo.erasure import erasure_story
 from backfill_platform.devtools.demo.hours import hours_story, new_york_days
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.devtools.generator.impressions import generate_impressions_archive
@@ -223,6 +224,7 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
     day_keys = [(start + timedelta(days=i)).isoformat() for i in range(days)]
     attribution_story(console, run, spark, specs.datasets["attributed_plays"], archives, day_keys)
     hours_story(console, dagster, specs, spark, truth, *new_york_days(start, days))
+    erasure_story(console, run, spark, stream, views, days)
     console.print(
         f"\nundo the promotion: [bold].venv/bin/backfill-platform revert --dataset {views.name}[/bold]\n"
         f"audit trail:        .venv/bin/backfill-platform ledger --dataset {views.name}\n"
@@ -272,7 +274,7 @@ def step_seconds(dagster: DagsterInstance, result, key: tuple[str, str]) -> floa
 def print_events_report(result, truth: dict, key: AssetKey) -> float:
     """Per-day figures of the events run, checked against the generator's truth; returns the records."""
     figures = day_figures(result, key)
-    table = Table(title="events per event-time day (read = written + duplicates + quarantined)")
+    table = Table(title="events per event-time day (read = written + duplicates + quarantined + erased)")
     for column in ("day", "read", "written", "duplicates", "quarantined", "late", "matches truth"):
         table.add_column(column, justify="right")
     for day, m in sorted(figures.items()):

@@ -24,3 +24,16 @@ def mark_erased(
     return records.withColumn(
         "_erased", F.coalesce(value.isNotNull() & hashed.isin(sorted(requests.hashes)), F.lit(False))
     )
+
+
+def erasure_coverage(stream: StreamSpec) -> str:
+    """One line on whether re-derivations of `stream` honor erasure requests, for `plan` and `status`."""
+    if stream.subject_field is None:
+        return (
+            f"erasure: {stream.name} is not covered: it declares no subject_field, so its re-derivations and "
+            "replays cannot tell whose records they are"
+        )
+    return (
+        f"erasure: {stream.name}'s records are matched on `{stream.subject_field}`; those of subjects with a "
+        "request are erased by every re-derivation and replay"
+    )

@@ -98,6 +98,7 @@ class LedgerRow:
     inputs: str | None = None
     promoted_snapshot_id: int | None = None
     promoted_at: datetime | None = None
+    erased: int | None = None  # as in `IngestionRow`
     promotion_run_id: str | None = None
     reverted_snapshot_id: int | None = None
     reverted_at: datetime | None = None
@@ -320,6 +321,7 @@ def record_validation(
                 duplicates=ingestion.get("duplicates"),
                 quarantined=ingestion.get("quarantined"),
                 late=ingestion.get("late"),
+                erased=ingestion.get("erased"),
                 shadow_snapshot_id=snapshot,
                 **fingerprints[day].columns("shadow"),
                 checks_passed=day not in failed,

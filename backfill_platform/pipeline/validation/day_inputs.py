@@ -16,7 +16,7 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 
 # An ingestion's figures that add up over partitions (the ledger's archive figures of a dataset day).
-INGESTION_FIGURES = ("archive_files", "records", "written", "duplicates", "quarantined", "late")
+INGESTION_FIGURES = ("archive_files", "records", "written", "duplicates", "quarantined", "late", "erased")
 
 
 @dataclass(frozen=True)
