@@ -26,15 +26,15 @@ def promotion_report(spark: SparkSession, dataset: str, version: str) -> Table:
     adopted = {r["_key"]: r for r in latest_per(rows.where(F.col("adopted")), "_key").collect()}
     noun = partition_noun(shadow)
     table = Table(title=f"{dataset}: {version} backfill, per {noun} (from the ledger)")
-    header = (noun, "records", "events", "dup", "quar.", "prod rows before", "shadow rows", "rows changed",
-              "checks", "promoted snapshot", "reverted")  # fmt: skip
+    header = (noun, "records", "events", "dup", "quar.", "erased", "prod rows before", "shadow rows",
+              "rows changed", "checks", "promoted snapshot", "reverted")  # fmt: skip
     for column in header:
         table.add_column(column, justify="right")
     for key in sorted(shadow):
         r, before = shadow[key], adopted.get(key)
         table.add_row(
             key, _n(r["records"]), _n(r["events_written"]), _n(r["duplicates"]), _n(r["quarantined"]),
-            _n(before["shadow_rows"]) if before else "-", _n(r["shadow_rows"]), _n(r["diverging_rows"]),
+            _n(r["erased"]), _n(before["shadow_rows"]) if before else "-", _n(r["shadow_rows"]), _n(r["diverging_rows"]),
             "passed" if r["checks_passed"] else f"[red]FAILED {r['failed_checks']}",
             str(r["promoted_snapshot_id"] or "-"), str(r["reverted_snapshot_id"] or "-"),
         )  # fmt: skip

@@ -50,8 +50,9 @@ class PartitionFigures:
     duplicates: int = 0
     conflicting_ids: int = 0
     late: int = 0
-    # Records of subjects with an erasure request (`pipeline/erasure/`): dropped before the copies of an id
-    # are compared and before the quarantine, so neither their rows nor their text is written anywhere.
+    # Admissible records of subjects with an erasure request (`pipeline/erasure/`): dropped before the copies
+    # of an id are compared, written nowhere. Such a subject's quarantined records are counted as
+    # quarantined: the quarantine keeps their file, line and reason, never their text.
     erased: int = 0
     quarantined: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
     # One quarantined record per reason, as `file:line: detail | line`, for the checks' metadata.
@@ -103,6 +104,9 @@ def quarantine_table(spark: SparkSession, spec: StreamSpec) -> str:
     return table_id(spark, RAW_NAMESPACE, spec.quarantine_table)
 
 
+# The detail of a quarantined record of a subject with an erasure request: its text is withheld.
+ERASED_DETAIL = "subject has an erasure request: text withheld"
+
 QUARANTINE_COLUMNS = [
     ("line", "string"),
     ("_source_file", "string"),
@@ -139,7 +143,8 @@ def ingest_window(
     """Re-derive the events and quarantine of [start, end) from the archive; return the figures.
 
     `files`: the window's listing (`window_files`) when the caller already made it. `erasure`: the
-    requests to honor; their subjects' records are counted as erased and written nowhere."""
+    requests to honor: their subjects' admissible records are counted as erased and written nowhere, their
+    quarantined ones keep file, line and reason without any text."""
     began = time.monotonic()
     files = window_files(spec, archive, start, end) if files is None else files
     # The tables' DDL is the run's first catalog call (over a second in a fresh JVM): it runs while the
@@ -157,7 +162,7 @@ def ingest_window(
         # Cached: the figures, the events and the quarantine are three reads of it. Only quarantined
         # records keep their raw line there (the events never read it, the figures one sample per reason
         # and day): the cache of a big day is then about half the size.
-        quarantined = F.col("_reason").isNotNull() & ~F.col("_erased")
+        quarantined = F.col("_reason").isNotNull() & ~F.col("_erased")  # whose text the quarantine keeps
         with uncompressed_cache(spark):
             classified = (
                 classify_window(records, spec, start, end)
@@ -234,17 +239,19 @@ def _completeness_evidence(
 
 
 def _quarantine_rows(classified: DataFrame) -> DataFrame:
-    """The quarantine table's rows: each record that was not kept, with its line, position and reason (an
-    erased subject's records excepted: they are counted, never stored)."""
-    return classified.where(F.col("_reason").isNotNull() & ~F.col("_erased")).select(
+    """The quarantine table's rows: each record that was not kept, with its line, position and reason. Of a
+    subject with an erasure request, only where and why: no line, detail, id or bytes (the line was already
+    withheld from the cache, `ingest_window`)."""
+    erased = F.col("_erased")
+    return classified.where(F.col("_reason").isNotNull()).select(
         "line",
         "_source_file",
         "_line_number",
         F.col("_reason").alias("reason"),
-        F.col("_detail").alias("detail"),
+        F.when(erased, F.lit(ERASED_DETAIL)).otherwise(F.col("_detail")).alias("detail"),
         "_ingestion_time",
         F.col("_attributed_time").alias("attributed_time"),
-        F.when(F.col("event_id") != "", F.col("event_id")).alias("event_id"),
+        F.when((F.col("event_id") != "") & ~erased, F.col("event_id")).alias("event_id"),
         "event_time",
         "_schema_version",
         F.col("_raw").alias("raw_bytes"),
@@ -327,8 +334,8 @@ def _figures(
 ) -> dict[str, PartitionFigures]:
     grain = spec.grain
     partition = partition_of(grain, "_attributed_time")
-    erased = F.col("_erased")
-    reason = F.when(~erased, F.col("_reason"))  # an erased record is counted as erased, whatever else
+    reason = F.col("_reason")
+    erased = F.col("_erased") & reason.isNull()  # a requested subject's quarantined record is quarantined
     kept = F.col("_kept")
     rows = (
         classified.groupBy(partition.alias("day"))
@@ -383,6 +390,6 @@ def _sample() -> Column:
         "%s:%09d: %s | %s",
         F.col("_source_file"),
         F.col("_line_number"),
-        F.coalesce(F.col("_detail"), F.lit("")),
+        F.coalesce(F.when(F.col("_erased"), F.lit(ERASED_DETAIL)), F.col("_detail"), F.lit("")),
         F.substring(F.coalesce(F.col("line"), F.lit("")), 1, SAMPLE_CHARACTERS),
     )

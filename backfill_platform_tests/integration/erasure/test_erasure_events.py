@@ -25,7 +25,7 @@ from backfill_platform.pipeline.erasure.requests import (
     requests_table,
 )
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.events.ingest import ERASED_DETAIL, events_table, quarantine_table
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.session import DAYS, START
@@ -53,8 +53,8 @@ def _event_time(value) -> datetime | None:
 
 
 def _subjects_lines(root: Path, subjects: set[str]) -> tuple[Counter, list[str]]:
-    """Per day, the archive's lines of `subjects` (attributed as the generator does: to the event-time day
-    when the time is within the stream's horizons, else to the ingestion hour's day); and their texts."""
+    """Per day, the archive's admissible lines of `subjects` (by event-time day: an id, a time within the
+    stream's horizons), which are erased; and the texts of all their lines."""
     per_day: Counter = Counter()
     texts = []
     for hour, line in _archive_lines(root):
@@ -66,10 +66,13 @@ def _subjects_lines(root: Path, subjects: set[str]) -> tuple[Counter, list[str]]
             continue
         texts.append(line.strip())
         t = _event_time(record.get("event_time"))
-        admissible = t is not None and hour + timedelta(hours=1) - timedelta(hours=8) <= t < hour + timedelta(
-            minutes=75
+        admissible = (
+            bool(record.get("event_id"))
+            and t is not None
+            and hour + timedelta(hours=1) - timedelta(hours=8) <= t < hour + timedelta(minutes=75)
         )
-        per_day[(t if admissible else hour).date().isoformat()] += 1
+        if admissible:
+            per_day[t.date().isoformat()] += 1
     return per_day, texts
 
 
@@ -103,9 +106,14 @@ def test_a_backfill_erases_requested_subjects_everywhere_and_accounts_for_them(
     quarantine = spark.table(quarantine_table(spark, stream))
     for subject in subjects:
         assert quarantine.where(F.col("line").contains(subject)).count() == 0
+    # Their quarantined lines keep where and why, never their text.
+    withheld = quarantine.where(F.col("detail") == ERASED_DETAIL).collect()
+    assert all(r["line"] is None and r["raw_bytes"] is None and r["event_id"] is None for r in withheld)
+    assert all(r["_source_file"] and r["_line_number"] and r["reason"] for r in withheld)
 
     expected, texts = _subjects_lines(root, subjects)
-    assert sum(expected.values()) == len(texts) > 30
+    assert len(texts) > 30 and sum(expected.values()) > 0
+    assert len(withheld) == len(texts) - sum(expected.values())
     figures = latest_ingestions(spark, stream.name, [START + timedelta(days=i) for i in range(DAYS)])
     for day, row in figures.items():
         assert row["records"] == row["written"] + row["duplicates"] + row["quarantined"] + row["erased"], day
