@@ -60,6 +60,10 @@ def replay_command(
     its event id as key. Refuses the stream's live stream or topic and any not declared in its spec
     (backfill_kinesis_streams, backfill_kafka_topics). Run the same command again to resume a stopped one.
 
+    Erasure requests are honored at send time: before each batch the stream's requests are re-read (when
+    they changed) and the records of requested subjects are skipped, not sent; the output counts them and
+    names the requests snapshots honored. A stream without a subject_field is not covered (it says so).
+
     Kinesis (--to-kinesis): PutRecords batches within Kinesis's limits; the checkpoint file is rewritten
     after every acknowledged batch (at least once: a killed replay re-sends at most one batch, so
     consumers dedupe by event id). Kafka (--to-kafka, BACKFILL_PLATFORM_KAFKA_BOOTSTRAP): each batch is
@@ -129,16 +133,17 @@ def replay_command(
 
         began.append(time.monotonic())
         began.append(state.delivered)
-        if state.delivered:
-            console.print(f"resuming after {state.delivered:,} delivered events ({where})")
-        progress.add_task("replay", total=state.total, completed=state.delivered, rate=0.0)
+        if state.position:
+            erased = f", {state.erased:,} erased" if state.erased else ""
+            console.print(f"resuming after {state.delivered:,} delivered events{erased} ({where})")
+        progress.add_task("replay", total=state.total, completed=state.position, rate=0.0)
 
     def advanced(state, _batch: int) -> None:
         import time
 
         elapsed = time.monotonic() - began[0]
         rate = (state.delivered - began[1]) / elapsed if elapsed else 0.0
-        progress.update(progress.task_ids[0], completed=state.delivered, rate=rate)
+        progress.update(progress.task_ids[0], completed=state.position, rate=rate)
 
     try:
         with refusals(), progress:
@@ -162,7 +167,7 @@ def replay_command(
         again = "a replay to another topic or range" if kafka else "delete it to replay again"
         console.print(
             f"already complete: {state.delivered:,} events of {stream} [{state.start}, {state.end}) were "
-            f"delivered to {target} (checkpoint {result.checkpoint_location}; {again})"
+            f"delivered to {target}{_erased(state.erased)} (checkpoint {result.checkpoint_location}; {again})"
         )
         return
     if kafka:
@@ -178,6 +183,12 @@ def replay_command(
         )
     console.print(
         f"replayed {state.delivered:,} events of {stream} [{state.start}, {state.end}) (exclusive) to "
-        f"{target}: {result.sent:,} sent by this run in {result.seconds:.1f} s "
+        f"{target}{_erased(state.erased)}: {result.sent:,} sent by this run in {result.seconds:.1f} s "
         f"({result.records_per_second:,.0f} records/s, {delivery}); checkpoint {result.checkpoint_location}"
     )
+    console.print(result.erasure.describe(stream))
+
+
+def _erased(count: int) -> str:
+    """The records a replay skipped for erasure requests, over all its runs, when there were any."""
+    return f" ({count:,} of requested subjects skipped as erased)" if count else ""

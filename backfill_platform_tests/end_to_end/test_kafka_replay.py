@@ -186,3 +186,49 @@ def test_a_broker_stopped_mid_replay_opens_the_breaker_and_the_replay_resumes(
         assert result.resumed_from == 2000 and result.checkpoint.done
         keys = Counter(r.key for r in of_range(read_topic(restarted.bootstrap, BACKFILL), first, after))
     assert set(keys) == set(expected_events(first, after)) and max(keys.values()) == 1
+
+
+def test_a_request_filed_during_a_replay_stops_its_subject_from_the_next_batch(
+    kafka, events_materialized, spark, playback
+) -> None:
+    """A request filed after the first batch (from the runner's batch callback, between two transactions):
+    the subject's records of the first batch stay sent, none after it are; every other event exactly once."""
+    from backfill_platform.lakehouse.resources import open_catalog
+    from backfill_platform.pipeline.erasure.requests import file_requests
+    from backfill_platform.pipeline.replay.runner import ReplayRequest, run_kafka_replay
+    from backfill_platform_tests.support.replay_streams import replay_order, replay_stream
+
+    topic, first, after, rate = "erasure-replay-backfill", day(1), day(2), 400  # a batch: 400 events
+    create_topic(kafka.bootstrap, topic, partitions=2)
+    spec = replay_stream(
+        spark, playback, "playback_kafka_erasure", first, after, backfill_kafka_topics=[topic]
+    )
+    order = replay_order(open_catalog().load_table(("raw", spec.events_table)).scan().to_arrow().to_pylist())
+    # The subject: the user with most events after the first batch among those with some in it.
+    in_first = {row["user_id"] for row in order[:rate]}
+    later = Counter(row["user_id"] for row in order[rate:] if row["user_id"] in in_first)
+    subject, erased = later.most_common(1)[0]
+    filed: list[int | None] = []
+
+    def file_after_the_first_batch(state, _batch: int) -> None:
+        if state.batches == 1:
+            filed.append(file_requests(spark, [subject], spec.name, "test: filed mid-replay")[1])
+
+    request = ReplayRequest(spec, first, after, topic, rate, sink="kafka")
+    result = run_kafka_replay(
+        request,
+        KafkaResource(bootstrap_servers=kafka.bootstrap),
+        open_catalog(),
+        on_batch=file_after_the_first_batch,
+    )
+
+    expected = [row["event_id"] for row in order[:rate]]
+    expected += [row["event_id"] for row in order[rate:] if row["user_id"] != subject]
+    keys = Counter(record.key for record in read_topic(kafka.bootstrap, topic))
+    assert sorted(keys) == sorted(expected) and max(keys.values()) == 1
+    assert sum(1 for row in order[:rate] if row["user_id"] == subject) > 0  # sent before the request
+    state = result.checkpoint
+    assert result.erasure.erased == state.erased == erased > 0
+    assert state.done and state.delivered == len(expected) and state.position == state.total == len(order)
+    assert result.erasure.last_snapshot == state.requests_snapshot == filed[0] is not None
+    assert result.erasure.first_snapshot != filed[0]

@@ -322,3 +322,69 @@ def test_pacing_and_batch_limits() -> None:
     assert [len(b) for b in batches_for(iter(big * 2), writer)] == [17, 3]  # 5 MiB per call
     with pytest.raises(ReplayError, match="1 MiB record limit"):
         list(batches_for(iter([Event("huge", moment, b"x" * (1 << 20))]), writer))
+
+
+def test_a_request_filed_before_the_replay_keeps_its_subject_out_and_is_counted(
+    kinesis, events_materialized, spark, playback, tmp_path: Path
+) -> None:
+    """Through the Dagster job: a request filed before the start; none of the subject's records reach the
+    stream, every other event does, and the op's metadata counts them and names the requests honored. A
+    stream without a subject_field sends everything and says it is not covered."""
+    from backfill_platform.pipeline.erasure.requests import file_requests
+    from backfill_platform.pipeline.replay.job import replay_to_kinesis_job
+    from backfill_platform.pipeline.replay.kinesis import KinesisResource
+    from backfill_platform.specs.loader import SpecSet
+    from backfill_platform_tests.support.replay_streams import replay_stream
+
+    target, first, after = "erasure-replay-backfill", START, START + timedelta(days=1)
+    fresh_stream(kinesis, target, 2)
+    spec = replay_stream(
+        spark, playback, "playback_kinesis_erasure", first, after, backfill_kinesis_streams=[target]
+    )
+    rows = table_events_of(spec)
+    subject, erased = Counter(row["user_id"] for row in rows.values()).most_common(1)[0]
+    _, snapshot = file_requests(spark, [subject], spec.name, "test: filed before the replay")
+    config = {"stream": spec.name, "start": str(first), "end": str(after), "to_kinesis": target}
+    config |= {"max_records_per_second": 4000, "checkpoint": str(tmp_path / "erasure.json")}
+    result = replay_to_kinesis_job.execute_in_process(
+        run_config={"ops": {"replay_to_kinesis_op": {"config": config}}},
+        resources={"specs": SpecSet(streams={spec.name: spec}), "kinesis": KinesisResource()},
+    )
+    assert result.success
+    keys = Counter(key for key, _ in read_stream(kinesis, target))
+    expected = {event_id for event_id, row in rows.items() if row["user_id"] != subject}
+    assert set(keys) == expected and max(keys.values()) == 1 and erased > 0
+    (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    metadata = {name: value.value for name, value in output.event_specific_data.metadata.items()}
+    assert metadata["erased"] == metadata["erased_in_total"] == erased and metadata["erasure_covered"]
+    assert metadata["erasure_requests_first_snapshot"] == metadata["erasure_requests_last_snapshot"]
+    assert metadata["erasure_requests_last_snapshot"] == str(snapshot)
+    assert metadata["delivered"] + erased == metadata["total"] == len(rows)
+
+    # Without a subject_field the stream is not covered: a request of its name changes nothing.
+    uncovered = replay_stream(
+        spark,
+        playback,
+        "playback_kinesis_no_subject",
+        first,
+        after,
+        backfill_kinesis_streams=[target],
+        subject_field=None,
+    )
+    file_requests(spark, [subject], uncovered.name, "test: a stream erasure does not cover")
+    fresh_stream(kinesis, target, 2)
+    request = ReplayRequest(uncovered, first, after, target, 4000, tmp_path / "uncovered.json")
+    from backfill_platform.lakehouse.resources import open_catalog
+
+    plain = run_replay(request, kinesis, open_catalog())
+    assert {key for key, _ in read_stream(kinesis, target)} == set(rows)
+    assert not plain.erasure.covered and plain.erasure.erased == 0
+    assert "not covered by erasure" in plain.erasure.describe(uncovered.name)
+
+
+def table_events_of(spec: StreamSpec) -> dict[str, dict]:
+    """event id -> row of a stream's events table, read through PyIceberg."""
+    from backfill_platform.lakehouse.resources import open_catalog
+
+    rows = open_catalog().load_table(("raw", spec.events_table)).scan().to_arrow().to_pylist()
+    return {row["event_id"]: row for row in rows}

@@ -30,11 +30,15 @@ class Checkpoint:
     target: str  # the Kinesis stream written to
     snapshot_id: int | None  # events snapshot read: a resumed replay reads exactly the same rows
     total: int  # events of the range in that snapshot
-    delivered: int = 0  # events acknowledged by Kinesis, a prefix of the order
+    delivered: int = 0  # events acknowledged by the target, of the prefix of the order passed
     last_event_time: str | None = None  # key of the last acknowledged event (ISO-8601, microseconds)
     last_event_id: str | None = None
     batches: int = 0
     done: bool = False
+    # Events of the prefix passed but not sent: their subject had an erasure request when their batch was
+    # sent (`replay/erasure.py`). The position is delivered + erased; the key above is the last one passed.
+    erased: int = 0
+    requests_snapshot: int | None = None  # the erasure requests' snapshot the last batch honored
     updated_at: str = ""
     format: int = FORMAT
 
@@ -53,6 +57,11 @@ class Checkpoint:
                 f"checkpoint {path} belongs to another replay: {differing}; give another --checkpoint "
                 "path, or delete this one to start that replay over"
             )
+
+    @property
+    def position(self) -> int:
+        """Events of the order passed: sent, or skipped as erased."""
+        return self.delivered + self.erased
 
     @property
     def last_key(self) -> tuple[datetime, str] | None:

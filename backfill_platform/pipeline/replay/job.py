@@ -120,22 +120,29 @@ def _progress_logs(context: OpExecutionContext) -> tuple[Callable, Callable]:
     def started(state) -> None:
         context.log.info(
             f"replaying {state.total:,} events of {state.stream} [{state.start}, {state.end}) to "
-            f"{state.target} (snapshot {state.snapshot_id}), from position {state.delivered:,}"
+            f"{state.target} (snapshot {state.snapshot_id}), from position {state.position:,}"
         )
 
     def progressed(state, _batch: int) -> None:
         if time.monotonic() - last_log[0] >= PROGRESS_LOG_SECONDS:
             last_log[0] = time.monotonic()
-            context.log.info(f"{state.delivered:,} / {state.total:,} events delivered")
+            context.log.info(
+                f"{state.position:,} / {state.total:,} events passed ({state.delivered:,} delivered, "
+                f"{state.erased:,} erased)"
+            )
 
     return started, progressed
 
 
-def _output(result: ReplayResult, **extra) -> Output:
+def _output(context: OpExecutionContext, result: ReplayResult, **extra) -> Output:
     state = result.checkpoint
+    # The erasure line too (an uncovered stream says so), since the metadata is easy to overlook.
+    context.log.info(result.erasure.describe(state.stream))
     summary = {
         "delivered": state.delivered,
         "sent_this_run": result.sent,
+        # Records of requested subjects this run left out, and the requests snapshots it honored.
+        **result.erasure.metadata(),
         "resumed_from": result.resumed_from,
         "records_per_second": round(result.records_per_second, 1),
         "already_done": result.already_done,
@@ -145,6 +152,7 @@ def _output(result: ReplayResult, **extra) -> Output:
         metadata={
             **summary,
             "total": state.total,
+            "erased_in_total": state.erased,  # every run of this replay (resumed ones included)
             "snapshot_id": str(state.snapshot_id),
             "target": state.target,
             "calls": result.calls,
@@ -165,7 +173,9 @@ def replay_to_kinesis_op(
         result = run_replay(request, kinesis.get_client(), open_catalog(), *_progress_logs(context))
     except (ReplayError, ValueError) as error:
         raise Failure(str(error)) from error
-    return _output(result, shards=result.shards, checkpoint=MetadataValue.path(str(request.checkpoint_path)))
+    return _output(
+        context, result, shards=result.shards, checkpoint=MetadataValue.path(str(request.checkpoint_path))
+    )
 
 
 @op(description="Republish validated events of [start, end) to a Kafka backfill topic, exactly once.")
@@ -189,6 +199,7 @@ def replay_to_kafka_op(
     except (ReplayError, ValueError) as error:
         raise Failure(str(error)) from error
     return _output(
+        context,
         result,
         partitions=result.shards,
         end_offsets=MetadataValue.json({str(p): o for p, o in sorted(result.end_offsets.items())}),

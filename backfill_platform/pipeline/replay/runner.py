@@ -6,6 +6,10 @@ the rest in batches, each delivered together with the position after it. Kinesis
 once: a replay killed between Kinesis's acknowledgement and the checkpoint sends that one batch again on
 resume, never more, and consumers dedupe by event id. Kafka (`kafka.py`) is exactly once for
 `read_committed` consumers: a batch and its position are one transaction.
+
+Erasure requests are honored at send time (`erasure.py`): before each batch the requests are re-read when
+their table changed, and the records of requested subjects are left out of the batch; its position still
+passes them (counted as erased), so a request filed during a replay stops its subject from the next batch on.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Literal
 from backfill_platform import settings
 from backfill_platform.pipeline.replay import checkpoint as checkpoints
 from backfill_platform.pipeline.replay.delivery import CircuitBreaker, ReplayError, ReplaySink
+from backfill_platform.pipeline.replay.erasure import ErasureSummary, SendTimeErasure
 from backfill_platform.pipeline.replay.kinesis import KinesisSink
 from backfill_platform.pipeline.replay.source import Event, EventSource
 from backfill_platform.specs.isolation import live_targets
@@ -70,7 +75,7 @@ class ReplayRequest:
 class ReplayResult:
     request: ReplayRequest
     checkpoint: checkpoints.Checkpoint
-    resumed_from: int  # events already delivered when this run started
+    resumed_from: int  # position (events sent or erased) when this run started
     sent: int  # events delivered by this run
     seconds: float
     calls: int = 0
@@ -79,6 +84,8 @@ class ReplayResult:
     already_done: bool = False
     checkpoint_location: str = ""
     end_offsets: dict[int, int] = dataclasses.field(default_factory=dict)  # Kafka: read_committed ends
+    # Erasure at send time: records this run skipped, the requests snapshots it honored.
+    erasure: ErasureSummary = dataclasses.field(default_factory=lambda: ErasureSummary(covered=False))
 
     @property
     def records_per_second(self) -> float:
@@ -116,12 +123,21 @@ def check_target(
         )
 
 
-def advanced(state: checkpoints.Checkpoint, batch: list[Event]) -> checkpoints.Checkpoint:
-    """The position after `batch` (a new checkpoint: `state` stays what is recorded until it is)."""
-    last = batch[-1]
+def advanced(
+    state: checkpoints.Checkpoint,
+    batch: list[Event],
+    sent: list[Event] | None = None,
+    requests_snapshot: int | None = None,
+) -> checkpoints.Checkpoint:
+    """The position after `batch` (a new checkpoint: `state` stays what is recorded until it is), of which
+    `sent` (default: all) are sent and the rest skipped as erased, honoring `requests_snapshot`."""
+    sent = batch if sent is None else sent
+    last = batch[-1]  # the last event passed, sent or not: a resumed run goes on after it
     return dataclasses.replace(
         state,
-        delivered=state.delivered + len(batch),
+        delivered=state.delivered + len(sent),
+        erased=state.erased + len(batch) - len(sent),
+        requests_snapshot=requests_snapshot,
         batches=state.batches + 1,
         last_event_time=last.event_time.isoformat(),
         last_event_id=last.event_id,
@@ -143,13 +159,21 @@ def replay(
         raise ReplayRefused("max_records_per_second must be at least 1")
     check_target(spec, request.target, request.sink, request.live)
     where = sink.checkpoint_location
+    erasure = SendTimeErasure(catalog, spec)
     try:
         state = sink.load()
         if state is not None:
             state.check_belongs_to(*request.identity, path=where)
             if state.done:
                 return ReplayResult(
-                    request, state, state.delivered, 0, 0.0, already_done=True, checkpoint_location=where
+                    request,
+                    state,
+                    state.position,
+                    0,
+                    0.0,
+                    already_done=True,
+                    checkpoint_location=where,
+                    erasure=erasure.summary(),
                 )
         source = EventSource(catalog, spec, request.start, request.end, state.snapshot_id if state else None)
         partitions = sink.open()  # the target exists and is writable
@@ -158,23 +182,28 @@ def replay(
                 *request.identity, snapshot_id=source.snapshot_id, total=source.count()
             )
             sink.save(state)
-        resumed_from = state.delivered
+        resumed_from, delivered_before = state.position, state.delivered
         on_start(state)
         began = time.monotonic()
         try:
             for batch in sink.batches(source.events(after=state.last_key)):
-                after = advanced(state, batch)
-                sink.deliver(batch, after)
+                # The requests as they are now, not as when the replay started: a request filed during
+                # the replay stops its subject from this batch on. The records left out are passed all
+                # the same (their position is in `after`, in the same transaction for Kafka).
+                sent = erasure.keep(batch)
+                after = advanced(state, batch, sent, erasure.requests.snapshot_id)
+                sink.deliver(sent, after)
                 state = after
                 on_batch(state, len(batch))
         except ReplayError as error:  # CircuitOpen stays a CircuitOpen, with the position added
             raise type(error)(
-                f"{error}. Stopped after {state.delivered:,} of {state.total:,} events (checkpoint {where}); "
+                f"{error}. Stopped after {state.position:,} of {state.total:,} events (checkpoint {where}); "
                 "run the same replay again to resume"
             ) from error
-        if state.delivered != state.total:
+        if state.position != state.total:
             raise ReplayError(
-                f"delivered {state.delivered:,} events but snapshot {state.snapshot_id} holds {state.total:,} "
+                f"passed {state.position:,} events ({state.delivered:,} delivered, {state.erased:,} erased) "
+                f"but snapshot {state.snapshot_id} holds {state.total:,} "
                 f"for the range (checkpoint {where}): the checkpoint does not match the table"
             )
         state = dataclasses.replace(state, done=True)
@@ -184,13 +213,14 @@ def replay(
             request,
             state,
             resumed_from,
-            state.delivered - resumed_from,
+            state.delivered - delivered_before,
             seconds,
             calls=sink.stats.calls,
             retried_records=sink.stats.retried_records,
             shards=partitions,
             checkpoint_location=where,
             end_offsets=sink.end_offsets(),
+            erasure=erasure.summary(),
         )
     finally:
         sink.close()

@@ -31,6 +31,9 @@ class Event:
     event_id: str
     event_time: datetime
     data: bytes  # the JSON object sent to Kinesis
+    # Who the event is about (the stream's `subject_field`) as text, for erasure at send time; None when the
+    # stream declares none or the event has no value.
+    subject: str | None = None
 
 
 def iso_utc(value: datetime) -> str:
@@ -81,6 +84,7 @@ class EventSource:
         # raw field path -> its events column (a nested path is stored flattened).
         self.payload = {path: column_name(path) for path in spec.latest.fields}
         self.columns = ("event_id", "event_time", *self.payload.values())
+        self.subject_column = spec.subject_column  # one of the payload's columns (a latest field)
 
     def _scan(self, low: datetime, high: datetime):
         from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
@@ -132,7 +136,17 @@ class EventSource:
         for path, column in self.payload.items():
             _put(body, path, _json_value(row[column]))
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-        return Event(event_id=row["event_id"], event_time=row["event_time"], data=data)
+        subject = _subject_text(row[self.subject_column]) if self.subject_column else None
+        return Event(event_id=row["event_id"], event_time=row["event_time"], data=data, subject=subject)
+
+
+def _subject_text(value: Any) -> str | None:
+    """A subject as the events pass hashes it: Spark's cast of the typed value to text (`true`, `42`)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _put(body: dict[str, Any], path: str, value: Any) -> None:
