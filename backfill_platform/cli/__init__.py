@@ -5,6 +5,7 @@
 
 from backfill_platform.cli import (  # noqa: F401 - importing registers the commands
     backfill_commands,
+    erasure_commands,
     production_commands,
     replay_command,
     setup_commands,

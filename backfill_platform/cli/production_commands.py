@@ -20,12 +20,16 @@ from backfill_platform.cli.app import (
 @click.option("--reason", default="revert", show_default=True, help="Recorded on the revert's snapshot.")
 def revert(dataset: str, snapshot: int | None, reason: str) -> None:
     """Restore exactly the partitions of one promotion to their previous contents (one commit)."""
+    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.promotion.jobs import revert_materializations
     from backfill_platform.pipeline.promotion.revert import revert_promotion
 
     spec = dataset_spec(dataset)
+    streams = list(
+        project_specs().streams.values()
+    )  # a dataset holding a subject never restores an erased one
     with refusals():
-        result = revert_promotion(spark_session(), spec, snapshot, reason)
+        result = revert_promotion(spark_session(), spec, snapshot, reason, streams)
     click.echo(
         f"reverted promotion {result.promotion_snapshot_id} of {dataset} for {', '.join(result.days)}: "
         f"snapshot {result.snapshot_id}, {result.rows_restored:,} rows restored"

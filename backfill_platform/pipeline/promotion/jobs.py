@@ -74,7 +74,9 @@ def revert_promotion_op(
     if config.dataset not in datasets:
         raise Failure(f"unknown dataset {config.dataset!r}; known: {sorted(datasets)}")
     spec = datasets[config.dataset]
-    result = revert_promotion(spark.spark_session, spec, config.snapshot_id, config.reason)
+    result = revert_promotion(
+        spark.spark_session, spec, config.snapshot_id, config.reason, list(specs.streams.values())
+    )
     context.log.info(
         f"reverted promotion {result.promotion_snapshot_id} of {spec.name} ({', '.join(result.days)}) "
         f"with snapshot {result.snapshot_id} ({result.rows_restored} rows restored)"

@@ -10,14 +10,17 @@ would silently undo it. The ledger is then derived from production's history (`r
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import reduce
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, replace_ranges, table_exists
+from backfill_platform.pipeline.erasure.requests import erasure_key, requests_for, subject_hash
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     DATASET,
@@ -40,6 +43,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
 )
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
+from backfill_platform.specs.stream import StreamSpec
 
 
 class RevertRefused(RuntimeError):
@@ -74,10 +78,43 @@ def _promotion_to_revert(spec: DatasetSpec, commits: list[dict], snapshot_id: in
     return promotion
 
 
+def erased_rows(spark: SparkSession, spec: DatasetSpec, streams: Sequence[StreamSpec]) -> Column | None:
+    """True for a row of the dataset's table that belongs to a subject with an erasure request now: the
+    table holds a source stream's subject column. None when no such row can exist."""
+    erased: Column | None = None
+    for stream in streams:
+        column = stream.subject_column
+        if stream.name not in spec.stream_names or column is None or column not in spec.columns:
+            continue
+        requests = requests_for(spark, stream.name)
+        if not requests:
+            continue
+        value = F.col(column).cast("string")
+        hit = F.coalesce(
+            value.isNotNull() & subject_hash(value, erasure_key()).isin(sorted(requests.hashes)), F.lit(False)
+        )
+        erased = hit if erased is None else erased | hit
+    return erased
+
+
+def _without(df: DataFrame, erased: Column | None) -> DataFrame:
+    return df if erased is None else df.where(~erased)
+
+
 def revert_promotion(
-    spark: SparkSession, spec: DatasetSpec, snapshot_id: int | None = None, reason: str = ""
+    spark: SparkSession,
+    spec: DatasetSpec,
+    snapshot_id: int | None = None,
+    reason: str = "",
+    streams: Sequence[StreamSpec] = (),
 ) -> Revert:
-    """Revert the promotion `snapshot_id` (default: the latest promotion not yet reverted)."""
+    """Revert the promotion `snapshot_id` (default: the latest promotion not yet reverted).
+
+    `streams`: the dataset's source streams. When its table holds one's subject column, rows of subjects
+    requested for erasure are never restored, and are left out of the "changed since" comparison on both
+    sides: a forward clean that deleted them from production is not a change the revert would undo (any
+    other change to those partitions still is, exactly as before)."""
+    erased = erased_rows(spark, spec, streams)
     target = production_table(spark, spec)
     if not table_exists(spark, target):
         raise RevertRefused(f"{spec.name} has no production table")
@@ -89,9 +126,11 @@ def revert_promotion(
     # by whatever writer, would be undone by the restore.
     head = current_snapshot_id(spark, target)
     promoted = partition_fingerprints(
-        read_range(spark, target, spec, start, end, promotion["snapshot_id"]), spec, days
+        _without(read_range(spark, target, spec, start, end, promotion["snapshot_id"]), erased), spec, days
     )
-    current = partition_fingerprints(read_range(spark, target, spec, start, end, head), spec, days)
+    current = partition_fingerprints(
+        _without(read_range(spark, target, spec, start, end, head), erased), spec, days
+    )
     changed = [day for day in promoted if promoted[day] != current[day]]
     if changed:
         raise RevertRefused(
@@ -103,8 +142,11 @@ def revert_promotion(
     if parent is None:
         previous = spark.createDataFrame([], columns_ddl(spec))
     else:
-        previous = read_range(spark, target, spec, start, end, parent).where(
-            reduce(operator.or_, (in_range(spec.partition_column, a, b) for a, b in ranges))
+        previous = _without(
+            read_range(spark, target, spec, start, end, parent).where(
+                reduce(operator.or_, (in_range(spec.partition_column, a, b) for a, b in ranges))
+            ),
+            erased,
         )
     restored = {day: fp.rows for day, fp in partition_fingerprints(previous, spec, days).items()}
     snapshot = replace_ranges(
