@@ -48,6 +48,7 @@ def test_dataset_lineage_feeds_production_from_the_active_version(data_dir):
         "checksums_per_bucket",
         "schema",
         "divergence_vs_production",
+        "erasure_honored",
     }
     # Divergence from production is a warning (a run may set a bound); every other check blocks.
     blocking = {k.name: graph.get_check_spec(k).blocking for k in graph.asset_check_keys if k.asset_key == v2}
