@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from backfill_platform.cli.app import main, refusals, spark_session
+from backfill_platform.specs.durations import format_duration
 
 
 def _project():
@@ -112,7 +113,7 @@ def erasure_purge(older_than: str) -> None:
         click.echo(
             f"{p.table}: {p.expired_snapshots} snapshot(s) before the clean of {p.cleaned_at:%Y-%m-%d %H:%M:%S} "
             f"UTC expired, {p.data_files_deleted} data file(s) deleted, {p.orphan_files_removed} orphan file(s) "
-            f"removed (orphans younger than {ORPHAN_SAFETY} are kept)"
+            f"removed (orphans younger than {format_duration(ORPHAN_SAFETY)} are kept)"
         )
         if p.other_refs:
             click.echo(
@@ -131,7 +132,7 @@ def erasure_audit() -> None:
         result = audit(spark_session(), streams, datasets)
     click.echo(
         f"audited {len(result.tables)} table(s), {result.snapshots_read} retained snapshot(s); "
-        f"purge bound {purge_within()} ({PURGE_WITHIN_ENV})"
+        f"purge bound {format_duration(purge_within())} ({PURGE_WITHIN_ENV})"
     )
     if not result.hits:
         click.echo("zero hits")
