@@ -49,7 +49,7 @@ from backfill_platform.pipeline.erasure.requests import (
     requests_table,
     subject_hash,
 )
-from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.events.ingest import ERASED_DETAIL, events_table, quarantine_table
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
@@ -271,9 +271,11 @@ def clean_table(
     }
     if table.kind == "quarantine":
         # The line keeps its place in the accounting (file, line number, reason); its text goes, and the
-        # detail with it, since a detail may quote the line's values.
+        # detail and id with it, since a detail may quote the line's values: as the events pass leaves a
+        # requested subject's quarantined line (`ERASED_DETAIL`).
         statement = (
-            f"UPDATE {table.identifier} SET line = NULL, raw_bytes = NULL, detail = NULL "
+            f"UPDATE {table.identifier} SET line = NULL, raw_bytes = NULL, event_id = NULL, "
+            f"detail = '{ERASED_DETAIL}' "
             f"WHERE (_source_file, _line_number) IN (SELECT _source_file, _line_number FROM {view})"
         )
     else:

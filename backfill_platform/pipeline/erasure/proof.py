@@ -14,7 +14,13 @@ from dagster import MetadataValue
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.erasure.requests import Requests, erasure_key, requests_for, subject_hash
+from backfill_platform.pipeline.erasure.requests import (
+    Requests,
+    erasure_key,
+    honored_property,
+    requests_for,
+    subject_hash,
+)
 from backfill_platform.pipeline.validation.verdicts import DayVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import value_key
@@ -133,3 +139,11 @@ def production_erasure_verdicts(
         }
         verdicts.append(DayVerdict(ERASURE_HONORED, day, rows == 0, metadata))
     return verdicts
+
+
+def honored_requests(spark: SparkSession, sources: Sequence[StreamSpec]) -> dict[str, str]:
+    """The snapshot property of a shadow's or production's commit: the requests snapshot it honors (the
+    requests table's current one; `none` when no request was ever filed), when a source is covered."""
+    if not any(s.subject_field for s in sources):
+        return {}
+    return honored_property(spark)

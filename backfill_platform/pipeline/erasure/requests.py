@@ -179,6 +179,13 @@ def requests_for(
     return Requests(snapshot, frozenset(ids), {h: sorted(r) for h, r in ids.items()})
 
 
+def honored_property(spark: SparkSession) -> dict[str, str]:
+    """`Requests.property` of the requests table's current snapshot, without reading the requests."""
+    identifier = requests_table(spark)
+    snapshot = current_snapshot_id(spark, identifier) if table_exists(spark, identifier) else None
+    return {HONORED_PROPERTY: str(snapshot) if snapshot is not None else "none"}
+
+
 @dataclass(frozen=True)
 class Filed:
     request_id: str

@@ -18,6 +18,7 @@ from backfill_platform.pipeline.erasure.proof import (
     ERASURE_HONORED,
     PRODUCTION_DESCRIPTION,
     held_subject_column,
+    honored_requests,
     production_erasure_verdicts,
 )
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
@@ -88,9 +89,9 @@ def build_production_asset(
     def _production(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
         start, end, _ = window_partitions(context)
         per_day = promotion_policy(context.run.tags) == PER_DAY
-        promotion = promote(
-            spark.spark_session, spec, sources, start, end, run_properties(context), per_day=per_day
-        )
+        # The production commit names the requests its rows honor (the shadow's check proved them).
+        properties = {**run_properties(context), **honored_requests(spark.spark_session, sources)}
+        promotion = promote(spark.spark_session, spec, sources, start, end, properties, per_day=per_day)
         revert = f"backfill-platform revert --dataset {spec.name} --snapshot {promotion.snapshot_id}"
         for day in promotion.days:
             yield AssetMaterialization(

@@ -20,6 +20,7 @@ from backfill_platform.lakehouse.tables import SHADOW_NAMESPACE, replace_range, 
 from backfill_platform.pipeline.erasure.proof import (
     ERASURE_HONORED,
     SHADOW_DESCRIPTION,
+    honored_requests,
     shadow_erasure_verdicts,
 )
 from backfill_platform.pipeline.events.assets import events_key
@@ -136,7 +137,7 @@ def build_shadow_asset(
         output = conform(spec.apply_transform(transform, frames), spec, version).persist()
         target = shadow_table(session, spec, version)
         ensure_dataset_table(session, spec, target)
-        properties = {**run_properties(context), VERSION: version}
+        properties = {**run_properties(context), VERSION: version, **honored_requests(session, sources)}
         try:
             bounds = spec.partition_bounds(start, end)
             snapshot = replace_range(output, target, spec.partition_column, *bounds, properties)

@@ -177,7 +177,7 @@ def test_the_erasure_check_blocks_a_shadow_built_on_events_that_still_hold_a_req
     subject = (
         production.where(F.col("event_date") == START).orderBy(F.desc("plays"), "user_id").first()["user_id"]
     )
-    filed, _ = file_requests(spark, [subject], stream.name, "test", request_id="ticket-7")
+    filed, requests_snapshot = file_requests(spark, [subject], stream.name, "test", request_id="ticket-7")
     assert [f.request_id for f in filed] == ["ticket-7"]
 
     # The shadow alone, on the events derived before the request: blocked, naming the request.
@@ -202,3 +202,7 @@ def test_the_erasure_check_blocks_a_shadow_built_on_events_that_still_hold_a_req
     ):
         assert spark.table(table).where(F.col("user_id") == subject).count() == 0, table
     assert spark.table(production_table(spark, spec)).count() > 0
+    # The shadow's and production's commits name the requests snapshot they honor.
+    for table in (shadow_table(spark, spec, "v1"), production_table(spark, spec)):
+        summary = snapshot_summary(spark, table, current_snapshot_id(spark, table))
+        assert summary[HONORED_PROPERTY] == str(requests_snapshot), table
