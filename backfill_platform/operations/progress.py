@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TimeElapsedColumn
 
 from backfill_platform.operations import submit
+from backfill_platform.pipeline.step_progress import PROGRESS_PREFIX
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class StepProgress:
     done: int
     running: tuple[str, ...]
     event: str = ""  # `<step> succeeded` etc. for the newest step event, for non-terminal output
+    detail: str = ""  # the newest `progress:` line of a running step (`pipeline/step_progress.py`)
 
 
 STEP_EVENTS = {
@@ -77,27 +79,31 @@ class StepWatcher(threading.Thread):
             plan = self.instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
             self.total = len(plan.step_keys_to_execute or [s.key for s in plan.steps])
             self.on_step(StepProgress(self.run_id, self.total, 0, ()))
-        records = self.instance.get_records_for_run(
-            self.run_id, cursor=self.cursor, of_type=set(STEP_EVENTS), limit=1000
-        )
+        # Every record, not only step events: a running step's `progress:` lines are plain log messages.
+        records = self.instance.get_records_for_run(self.run_id, cursor=self.cursor, limit=1000)
         self.cursor = records.cursor or self.cursor
         for record in records.records:
-            event = record.event_log_entry.dagster_event
+            entry = record.event_log_entry
+            event = entry.dagster_event
+            if event is None:
+                message = entry.user_message or ""
+                if message.startswith(PROGRESS_PREFIX) and entry.step_key in self.running:
+                    detail = f"{entry.step_key} {message.removeprefix(PROGRESS_PREFIX)}"
+                    self.on_step(self._state(detail=detail))
+                continue
+            if event.event_type not in STEP_EVENTS:
+                continue
             what = STEP_EVENTS[event.event_type]
             if what == "started":
                 self.running[event.step_key] = None
             else:
                 self.running.pop(event.step_key, None)
                 self.done.add(event.step_key)
-            self.on_step(
-                StepProgress(
-                    self.run_id,
-                    max(self.total, len(self.done)),
-                    len(self.done),
-                    tuple(self.running),
-                    f"{event.step_key} {what}",
-                )
-            )
+            self.on_step(self._state(event=f"{event.step_key} {what}"))
+
+    def _state(self, event: str = "", detail: str = "") -> StepProgress:
+        total = max(self.total, len(self.done))
+        return StepProgress(self.run_id, total, len(self.done), tuple(self.running), event, detail)
 
 
 @contextmanager
@@ -133,9 +139,13 @@ def step_update(update: Callable[..., None]) -> Callable[[StepProgress], None]:
 
     def on_step(step: StepProgress) -> None:
         running = ", ".join(step.running) or ("starting" if not step.done else "-")
-        text = f"step {min(step.done + 1, step.total)}/{step.total}: {running}"
-        line = f"step {step.event} ({step.done}/{step.total} done)" if step.event else ""
-        line = line or f"run {step.run_id}: {step.total} steps"
+        text = f"step {min(step.done + 1, step.total)}/{step.total}: {step.detail or running}"
+        if step.detail:
+            line = step.detail
+        elif step.event:
+            line = f"step {step.event} ({step.done}/{step.total} done)"
+        else:
+            line = f"run {step.run_id}: {step.total} steps"
         update(text, step.done, step.total, line)
 
     return on_step

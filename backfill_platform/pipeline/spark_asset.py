@@ -26,6 +26,7 @@ from dagster import (
 
 from backfill_platform.masking import mask, mask_exception
 from backfill_platform.pipeline.partitions import backfill_policy, event_partitions
+from backfill_platform.pipeline.step_progress import step_progress
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -90,15 +91,18 @@ def partitioned_spark_asset(
 
 
 def masked_errors(compute: Callable[..., Iterator]) -> Callable[..., Iterator]:
-    """`compute` (a step's generator) with every exception it raises masked before Dagster stores it: a
+    """`compute` (a step's generator), logging its progress (`step_progress`), with every exception it raises masked before Dagster stores it: a
     step's error text, causes included, goes into the run's event log, and a catalog's or a client's
     answer may quote a URL with credentials or a request's headers (`masking.mask`). The one boundary
     every stage's errors cross, whatever raised them (PyIceberg, requests, boto3, Spark)."""
 
     @functools.wraps(compute)
     def run(*args: Any, **kwargs: Any) -> Iterator:
+        context = kwargs.get("context", args[0] if args else None)
         try:
-            yield from compute(*args, **kwargs)
+            # Signs of life between the step's start and end (what Spark runs, tasks, records).
+            with step_progress(lambda line: context.log.info(mask(line))):
+                yield from compute(*args, **kwargs)
         except Exception as error:
             # Masked in place and re-raised as itself: its type, traceback and metadata are kept.
             if isinstance(error, Failure) and error.description:

@@ -10,6 +10,7 @@ demo dataset other tests promote into is left alone.
 from __future__ import annotations
 
 import gzip
+import re
 import time
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -25,6 +26,7 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.orchestration.dagster_home import write_dagster_home
+from backfill_platform.pipeline.step_progress import PROGRESS_SECONDS_ENV
 from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import GAP_HOUR
@@ -59,6 +61,7 @@ def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(settings.SPECS_ENV, str(specs))
         patch.setenv("DAGSTER_HOME", str(home))
+        patch.setenv(PROGRESS_SECONDS_ENV, "1")  # a step's signs of life, every second
         yield home
 
 
@@ -182,6 +185,12 @@ def test_backfill_promotes_and_the_report_matches_ledger_and_production(backfill
     throughput = next(line for line in backfill_result.output.splitlines() if line.startswith("events step"))
     assert f"): {records:,} archive records in " in throughput, throughput
     assert throughput.endswith(" events/s"), throughput
+
+    # Inside each step, signs of life (the output is a pipe here: timestamped lines): Spark's stages with
+    # their tasks, under the step that runs them.
+    progress = [line for line in backfill_result.output.splitlines() if " s: stage " in line]
+    assert any(f"raw__{STREAM}_events " in line for line in progress), backfill_result.output
+    assert all(re.search(r"\d+/\d+ tasks", line) for line in progress)
 
     run = DagsterInstance.get().get_run_by_id(rows[PROMOTED_DAYS[0]]["promotion_run_id"])
     assert run.tags["backfill_platform/reason"] == "cli test"

@@ -24,8 +24,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
@@ -51,10 +53,12 @@ KEY_FILE = "erasure.key"
 KEY_CHECK_PROPERTY = "backfill_platform.erasure-key-check"
 # The snapshot of the requests a write honored, on the write's Iceberg snapshot and its ledger rows.
 HONORED_PROPERTY = "backfill_platform.erasure-requests-snapshot"
-# Spark prints a binary literal as `0x` and its hex: the HMAC's two padded keys are 64 bytes each. Plans
+# Spark prints a binary literal as `0x` and its hex: the padded key is 64 bytes. Plans
 # shown in Spark's UI, its event log and `explain` are redacted by this pattern (`subject_hash` sets it).
 KEY_LITERAL_REDACTION = "(?i)0x[0-9a-f]{128}"
 _BLOCK = 64  # SHA-256's block size: the HMAC key is padded to it
+HMAC_SUBJECT_CLASS = "backfill_platform.functions.HmacSubject"
+_HMAC_FUNCTION = "backfill_hmac_subject"
 
 
 class ErasureKeyError(RuntimeError):
@@ -96,19 +100,24 @@ def hash_subject(subject: str, key: bytes) -> str:
 
 
 def subject_hash(value: Column, key: bytes) -> Column:
-    """`hash_subject` of each row's `value` (text), computed inside Spark: HMAC-SHA256 by its definition,
-    H((K ^ opad) || H((K ^ ipad) || m)), from Spark's own `sha2`, so no row leaves the JVM. The padded keys
-    are literals of the plan: the session's plan redaction hides them (`KEY_LITERAL_REDACTION`)."""
+    """`hash_subject` of each row's `value` (text), computed inside Spark by the platform's JVM function
+    (`lakehouse/jvm/functions/HmacSubject.java`: one `Mac` per task thread, no Python per row). The key is a
+    literal of the plan, padded to SHA-256's block (the same HMAC): the session's plan redaction hides it
+    (`KEY_LITERAL_REDACTION`) from `explain`, Spark's UI and its event log."""
     spark = SparkSession.getActiveSession()
-    if spark is not None:
-        spark.conf.set("spark.sql.redaction.string.regex", KEY_LITERAL_REDACTION)
+    if spark is None:
+        raise RuntimeError("subject_hash needs an active Spark session")
+    spark.conf.set("spark.sql.redaction.string.regex", KEY_LITERAL_REDACTION)
+    try:
+        spark.udf.registerJavaFunction(_HMAC_FUNCTION, HMAC_SUBJECT_CLASS, StringType())
+    except AnalysisException as error:
+        raise RuntimeError(
+            f"the platform's JVM functions are not on this Spark session's classpath ({HMAC_SUBJECT_CLASS}): "
+            "sessions get them from `lakehouse.jars.functions_jar()` (`make jars` builds it)"
+        ) from error
     if len(key) > _BLOCK:
         key = hashlib.sha256(key).digest()
-    padded = key.ljust(_BLOCK, b"\0")
-    ipad = bytearray(b ^ 0x36 for b in padded)
-    opad = bytearray(b ^ 0x5C for b in padded)
-    inner = F.unhex(F.sha2(F.concat(F.lit(ipad), F.encode(value, "UTF-8")), 256))
-    return F.sha2(F.concat(F.lit(opad), inner), 256)
+    return F.call_udf(_HMAC_FUNCTION, value, F.lit(bytearray(key.ljust(_BLOCK, b"\0"))))
 
 
 def requests_table(spark: SparkSession) -> str:
