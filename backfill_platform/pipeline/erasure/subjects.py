@@ -15,14 +15,18 @@ def mark_erased(
     """`records` with `_erased`: the record's subject (column `subject`, text) has a request in `requests`.
 
     Without requests (or a `subject_field`) the mark is a constant false and costs nothing. With them, each
-    record's subject is hashed with the erasure key inside Spark and looked up in the requests' hashes (a
-    hash set in the generated code: Spark turns a long `isin` into one)."""
+    record's subject is hashed with the erasure key in the JVM (`subject_hash`) and looked up in the
+    requests' hashes, broadcast to every task as a small table: a join's hash map, not a literal list in
+    the plan (Catalyst walks a 10,000-value `isin` in every rule of every query, and its plans print it)."""
     if not requests or spec.subject_field is None:
         return records.withColumn("_erased", F.lit(False))
-    value = F.col(subject)
-    hashed = subject_hash(value, erasure_key())
-    return records.withColumn(
-        "_erased", F.coalesce(value.isNotNull() & hashed.isin(sorted(requests.hashes)), F.lit(False))
+    spark = records.sparkSession
+    hashes = spark.createDataFrame([(h,) for h in sorted(requests.hashes)], "_request_hash string")
+    hashed = records.withColumn("_subject_hash", subject_hash(F.col(subject), erasure_key()))
+    return (
+        hashed.join(F.broadcast(hashes), hashed["_subject_hash"] == hashes["_request_hash"], "left")
+        .withColumn("_erased", F.col("_request_hash").isNotNull())
+        .drop("_subject_hash", "_request_hash")
     )
 
 
