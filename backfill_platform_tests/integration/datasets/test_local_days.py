@@ -151,3 +151,35 @@ def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir
     assert not result.get_asset_materialization_events()
     assert not table_exists(spark, production_table(spark, spec))
     assert not table_exists(spark, shadow_table(spark, spec, "v1"))
+
+
+def test_plan_of_a_new_york_dataset_lists_its_days_with_the_hours_each_spans(playback, data_dir):
+    """`plan --dataset` of local days over an hourly stream (issue 61): the dataset's days, the one summer
+    time ends with its 25 UTC hours, each reading the files of all its hours once (no Spark: the archive's
+    files and the ledger)."""
+    from rich.console import Console
+
+    from backfill_platform.operations.plan import build_plan, plan_table
+    from backfill_platform_tests.support.cli import table_row
+
+    first, days, zone, local_days, _ = CASES["autumn-both"]
+    stream = hourly_stream(playback, data_dir, first, days)
+    spec = DatasetSpec.model_validate(local_daily_data(f"plays_plan_{first:%m%d}", stream.name, zone))
+    start, end = spec.grain.start(local_days[0]), spec.grain.bounds(local_days[-1])[1]
+    plan = build_plan(stream, [spec], start, end, days_of=spec.grain)
+    assert plan.noun == "day"
+    assert [(p.key, p.spans) for p in plan.partitions] == [("2026-10-31", 24), ("2026-11-01", 25)]
+    by_hour = build_plan(stream, [spec], start, end).partitions
+    for day in plan.partitions:
+        low, high = spec.grain.bounds(day.key)
+        hours = [h for h in by_hour if low <= HOURLY.start(h.key) < high]
+        assert len(hours) == day.spans
+        files = {f.name for h in hours for f in h.files}
+        assert {f.name for f in day.files} == files and day.lines < sum(h.lines for h in hours)
+        assert day.window == (hours[0].window[0], hours[-1].window[1])
+    console = Console(record=True, width=300)
+    console.print(plan_table(plan))
+    output = console.export_text()
+    print(output)  # shown when the test fails
+    cells = table_row(output, "2026-11-01")
+    assert cells[1] == "25" and cells[-1] == "-"  # its UTC hours; nothing in production yet
