@@ -38,6 +38,8 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
 
     --end is exclusive, as for `adopt`: --start 2026-10-01 --end 2026-10-03 plans two days (every hour
     of them for an hourly stream); --start 2026-10-01T14:10 --end 2026-10-01T15:40 plans 14:00 and 15:00.
+    A dataset of days over an hourly stream is planned by its days (a time zone's days with `partition_timezone`),
+    each with the UTC hours it spans (23 to 25 around DST) and the files of all of them.
     """
     from backfill_platform.components.registry import find_project, project_specs
     from backfill_platform.operations.plan import lookback_start, plan_summary, plan_table
@@ -69,13 +71,15 @@ def plan(stream: str | None, dataset: str | None, start, end) -> None:
         # A dataset's plan also lists the source partitions its lookback reads before the range (the
         # backfill ingests them, or validates them as already ingested and unchanged, in the same run).
         read_from = lookback_start(datasets[0], stream_spec, first) if dataset is not None else None
-        result = counted_plan(console, stream_spec, datasets, first, after, read_from)
+        # A dataset of days over an hourly stream is planned by its days (each with the hours it spans).
+        days_of = datasets[0].grain if dataset is not None else None
+        result = counted_plan(console, stream_spec, datasets, first, after, read_from, days_of)
         console.print(plan_table(result))
         for line in plan_summary(result):
             console.print(line)
 
 
-def counted_plan(console, stream, datasets, first, after, read_from=None):
+def counted_plan(console, stream, datasets, first, after, read_from=None, days_of=None):
     """`build_plan` of one stream with a progress bar of the bytes counted."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
@@ -94,7 +98,9 @@ def counted_plan(console, stream, datasets, first, after, read_from=None):
         def counted(archive_file, total_bytes: int) -> None:
             progress.update(task, total=total_bytes, advance=archive_file.size)
 
-        return build_plan(stream, datasets, first, after, on_file=counted, read_from=read_from)
+        return build_plan(
+            stream, datasets, first, after, on_file=counted, read_from=read_from, days_of=days_of
+        )
 
 
 @main.command()

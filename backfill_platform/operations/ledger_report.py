@@ -27,7 +27,7 @@ def promotion_report(spark: SparkSession, dataset: str, version: str) -> Table:
     noun = partition_noun(shadow)
     table = Table(title=f"{dataset}: {version} backfill, per {noun} (from the ledger)")
     header = (noun, "records", "events", "dup", "quar.", "erased", "prod rows before", "shadow rows",
-              "rows changed", "checks", "promoted snapshot", "reverted")  # fmt: skip
+              "rows changed", "checks", "promoted snapshot", "reverted", "input partitions")  # fmt: skip
     for column in header:
         table.add_column(column, justify="right")
     for key in sorted(shadow):
@@ -37,6 +37,7 @@ def promotion_report(spark: SparkSession, dataset: str, version: str) -> Table:
             _n(r["erased"]), _n(before["shadow_rows"]) if before else "-", _n(r["shadow_rows"]), _n(r["diverging_rows"]),
             "passed" if r["checks_passed"] else f"[red]FAILED {r['failed_checks']}",
             str(r["promoted_snapshot_id"] or "-"), str(r["reverted_snapshot_id"] or "-"),
+            r["input_partitions"] or "-",
         )  # fmt: skip
     return table
 

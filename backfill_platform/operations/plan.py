@@ -3,7 +3,9 @@
 Per event-time partition (a day, or an hour of an hourly stream): the read window (the partition widened
 by the stream's clock skew before and its allowed lateness after, as `hour_mapping.read_window` reads it),
 the archive files, bytes and lines in it, the ingestion hours it needs that have no file, and what
-production holds for it according to the ledger.
+production holds for it according to the ledger. A dataset whose days are rolled up from an hourly
+stream (UTC days, or a time zone's days of 23 to 25 hours) is planned by its own days, each with the hours
+it spans. What plan did not read it says so: a table archive's Kafka offsets are read by the run.
 Lines are counted by stream-decompressing each file once (files shared by neighbouring windows are
 read once), in bounded memory. No Spark session is started and no table is read but the ledger.
 """
@@ -44,6 +46,7 @@ from backfill_platform.pipeline.archive.records import RecordFormat, iter_record
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.erasure.subjects import erasure_coverage
 from backfill_platform.pipeline.events.completeness import (
+    OFFSETS_NOT_READ,
     completeness,
     format_hours,
     proves_by_offsets,
@@ -52,6 +55,7 @@ from backfill_platform.pipeline.events.completeness import (
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import format_duration
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
 CHUNK = 1 << 20
@@ -74,6 +78,8 @@ class PartitionPlan:
     # A partition before the range that a dataset's lookback reads: its latest ingestion (None: never)
     lookback_only: bool = False
     ingestion: Row | None = None
+    # A dataset's day rolled up from the stream's hours: how many UTC hours it spans (23, 24 or 25).
+    spans: int | None = None
 
     @property
     def bytes(self) -> int:
@@ -95,6 +101,8 @@ class Plan:
     # files): never read by any window, named here so that nobody mistakes them for an empty hour.
     refused: list[UnlistedFile] = field(default_factory=list)
     clipped: str | None = None  # how the range was bounded by what the stream holds (`held_range`)
+    # The dataset grain the stream's hours are rolled up into (its days, UTC or local); None: the stream's.
+    grain: Grain | None = None
 
     @property
     def estimated_seconds(self) -> float | None:
@@ -102,8 +110,8 @@ class Plan:
 
     @property
     def noun(self) -> str:
-        """What one of its partitions is: `day`, or `hour` for an hourly stream."""
-        return self.stream.grain.unit
+        """What one of its partitions is: `day`, or `hour` for an hourly stream not rolled up into days."""
+        return (self.grain or self.stream.grain).unit
 
 
 def count_records(path: str, fmt: RecordFormat, reader: S3ReadConfig | None = None) -> tuple[int, bool]:
@@ -149,11 +157,13 @@ def build_plan(
     end: date | datetime,
     on_file: Callable[[ArchiveFile, int], None] = lambda _file, _total: None,
     read_from: date | datetime | None = None,
+    days_of: Grain | None = None,
 ) -> Plan:
     """The plan of the partitions of `stream` (days, or hours of an hourly stream) in [start, end), a day
     given as a date standing for the instant it starts. `on_file(file, total bytes of the range)` is
     called after each file is counted (a progress bar). `read_from` (before `start`): where a dataset's lookback starts reading; the
-    partitions [read_from, start) are planned too, marked as read by the lookback."""
+    partitions [read_from, start) are planned too, marked as read by the lookback. `days_of`: a dataset's
+    grain of days over an hourly stream; the range's hours are then planned as those days (`roll_up`)."""
     grain = stream.grain
     first, after = bound(grain, start), bound(grain, end)
     if after <= first:
@@ -209,6 +219,9 @@ def build_plan(
                 ingestion=latest_ingestion.get(key),
             )
         )
+    rolled = days_of is not None and days_of != grain and grain.unit == "hour"
+    if rolled:
+        partitions = roll_up(partitions, days_of, first, after, counted)
     return Plan(
         stream=stream,
         datasets=datasets,
@@ -221,7 +234,45 @@ def build_plan(
         numbers=sample_numbers(stream, [f for f in files if f.rows is None]),
         refused=refused_entries(stream, archive),
         clipped=clipped,
+        grain=days_of if rolled else None,
     )
+
+
+def roll_up(
+    hours: list[PartitionPlan], days: Grain, first: datetime, after: datetime, counted: dict[str, int]
+) -> list[PartitionPlan]:
+    """The hours of the range as the dataset's days in [first, after) (`days`: UTC or a time zone's), each
+    with the UTC hours it overlaps, as the dataset's partition mapping reads them (`SourceWindowMapping`):
+    23, 24 or 25 in New York. A day reads the union of its hours' read windows: its files are counted once
+    (neighbouring hours share files, so summing the hours' own figures would count most files several
+    times), its missing hours and offset gaps are its hours', and it settles with its last hour. Hours
+    before the range that a lookback reads stay hours (each is read whole, not as part of a day)."""
+    rolled = [h for h in hours if h.lookback_only]
+    own = [h for h in hours if not h.lookback_only]
+    hourly = Grain("hour")
+    for key in days.keys_between(first, after):
+        low, high = days.bounds(key)
+        members = [h for h in own if hourly.start(h.key) < high and low < hourly.end(hourly.start(h.key))]
+        if not members:
+            continue
+        files = list({f.name: f for m in members for f in m.files}.values())
+        rolled.append(
+            PartitionPlan(
+                key=key,
+                window=(min(m.window[0] for m in members), max(m.window[1] for m in members)),
+                files=files,
+                # As each hour counts its lines (`build_plan`): every record of each file read.
+                lines=sum(counted.get(f.name, 0) for f in files),
+                missing_hours=sorted({h for m in members for h in m.missing_hours}),
+                settles_at=max(m.settles_at for m in members),
+                offset_gaps=list(dict.fromkeys(g for m in members for g in m.offset_gaps)),
+                proof=" | ".join(dict.fromkeys(m.proof for m in members)),
+                # Each hour names the dataset day it starts in: one starting inside this day names it.
+                production=next((m for m in members if low <= hourly.start(m.key)), members[0]).production,
+                spans=len(members),
+            )
+        )
+    return rolled
 
 
 def held_range(stream: StreamSpec, first: datetime, after: datetime) -> tuple[datetime, datetime, str | None]:
@@ -290,15 +341,21 @@ def refused_entries(stream: StreamSpec, archive: object) -> list[UnlistedFile]:
 def plan_table(plan: Plan) -> Table:
     """One row per partition: window, files, bytes, lines, missing hours, production per dataset."""
     s, noun = plan.stream, plan.noun
-    table = Table(
-        title=f"plan for {s.name}: each {noun} reads ingestion hours [{noun} - {format_duration(s.clock_skew)} "
-        f"skew - 1h, {noun} end + {format_duration(s.allowed_lateness)} lateness + 1h)"
+    # A day rolled up from hours reads each of its hours' windows: the title says what an hour reads.
+    reader = "hour" if plan.grain else noun
+    title = (
+        f"plan for {s.name}: each {reader} reads ingestion hours [{reader} - {format_duration(s.clock_skew)} "
+        f"skew - 1h, {reader} end + {format_duration(s.allowed_lateness)} lateness + 1h)"
     )
+    if plan.grain:
+        title += f"; each day ({plan.grain.zone}) reads the UTC hours it spans, its figures over their files"
+    table = Table(title=title)
     # What proves a partition complete: its ingestion hours, or the offsets of a Kafka Connect archive.
     missing_column = "missing Kafka offsets" if proves_by_offsets(s) else "missing ingestion hours"
     # A table archive's "files" are its ingestion hours holding rows, its lines its rows (from metadata).
     files, lines = ("hours", "rows") if s.archive.iceberg_table else ("files", "lines")
-    for column in (noun, "read window (UTC)", files, "bytes", lines, missing_column):
+    spans = ("UTC hours",) if plan.grain else ()
+    for column in (noun, *spans, "read window (UTC)", files, "bytes", lines, missing_column):
         table.add_column(column, justify="left" if column.startswith(("read", "missing")) else "right")
     for d in plan.datasets:
         table.add_column(f"{d.name} in production")
@@ -307,9 +364,13 @@ def plan_table(plan: Plan) -> Table:
         missing = f"[red]{format_hours(p.missing_hours)}" if p.missing_hours else "none"
         if proves_by_offsets(s):
             missing = f"[red]{len(p.offset_gaps)} gap(s)" if p.offset_gaps else "none"
+            if OFFSETS_NOT_READ in p.proof and not p.offset_gaps:
+                # A table archive's offsets are in its rows, which plan does not read: never "none".
+                missing = f"[yellow]{OFFSETS_NOT_READ}"
         label = f"{p.key} (lookback)" if p.lookback_only else p.key
+        hours_spanned = (str(p.spans) if p.spans else "-",) if plan.grain else ()
         table.add_row(
-            label, window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
+            label, *hours_spanned, window, f"{len(p.files):,}", f"{p.bytes:,}", f"{p.lines:,}", missing,
             *("(read only)" if p.lookback_only else production_label(p.production[d.name]) for d in plan.datasets),
         )  # fmt: skip
     return table
@@ -376,9 +437,19 @@ def blocker_lines(plan: Plan) -> list[str]:
             f"[red]{len(gapped)} {noun}(s) have missing Kafka offsets and would fail their `settled` check: "
             + "; ".join(f"{p.key}: {p.offset_gaps[0]}" for p in gapped)
         )
-    proofs = sorted({p.proof for p in plan.partitions if p.proof != "ingestion hours"})
+    proofs = sorted(
+        {proof for p in plan.partitions for proof in p.proof.split(" | ")}
+        - {"ingestion hours", OFFSETS_NOT_READ}
+    )
     if proofs:
         lines.append("completeness proven by " + " | ".join(proofs))
+    unread = [p.key for p in plan.partitions if OFFSETS_NOT_READ in p.proof]
+    if unread:
+        lines.append(
+            f"[yellow]Kafka offsets of table {plan.stream.archive.iceberg_table}: not read by plan for "
+            f"{len(unread)} {noun}(s), so nothing is proven about them here (rows deleted from the table "
+            f"show only as fewer rows); each run's `settled` check reads them and fails a {noun} that lacks any"
+        )
     unsettled = [p for p in plan.partitions if p.settles_at > settings.now()]
     if unsettled:
         lines.append(

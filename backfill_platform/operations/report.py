@@ -196,11 +196,12 @@ def validations_section(dataset: str, rows: list[Row]) -> list[str]:
     noun = partition_noun(map(key_of_row, rows))
     header = [noun, "version", "run", "archive records", "events written", "duplicates", "quarantined",
               "erased", "late", "shadow rows", "shadow hash sum", "diverging rows", "checks", "promoted snapshot",
-              "promoted at"]  # fmt: skip
+              "promoted at", "input partitions"]  # fmt: skip
     table = [
         [key_of_row(r), r["version"], r["run_id"], _n(r["records"]), _n(r["events_written"]),
          _n(r["duplicates"]), _n(r["quarantined"]), _n(r.get("erased")), _n(r["late"]), _n(r["shadow_rows"]),
-         r["shadow_row_hash"] or "-", _n(r["diverging_rows"]), _checks(r), *_promotion(r)]
+         r["shadow_row_hash"] or "-", _n(r["diverging_rows"]), _checks(r), *_promotion(r),
+         r.get("input_partitions") or "-"]
         for r in rows
     ]  # fmt: skip
     intro = f"Per {noun}, from `platform.ledger`:"

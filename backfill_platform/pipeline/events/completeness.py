@@ -35,6 +35,10 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 
+# The proof of a table archive's day whose rows were not read (a plan): none, its offsets unread. The run's
+# `settled` check reads them (`table_offsets.table_offset_gaps`); a plan must not look as if it had.
+OFFSETS_NOT_READ = "not read (proven in the run)"
+
 
 @dataclass(frozen=True)
 class DayCompleteness:
@@ -133,8 +137,9 @@ def completeness(
         gaps += (sequence_gaps or {}).get(day, [])
         if by_offsets and spec.archive.kafka_metadata is not None:
             # Read from the rows when the days are ingested (`table_offsets`): the gaps come with
-            # `sequence_gaps`, the proof with `proofs`; a plan reads no rows.
-            proof = (proofs or {}).get(day, "Kafka offsets of the table's rows (checked when ingested)")
+            # `sequence_gaps`, the proof with `proofs`. A plan reads no rows: its days say so
+            # (`OFFSETS_NOT_READ`), never that their offsets were found whole.
+            proof = (proofs or {}).get(day, OFFSETS_NOT_READ)
         elif by_offsets:
             low, high = read_window(spec, *spec.grain.bounds(day))
             window = set(hours(low, high))

@@ -103,6 +103,10 @@ class LedgerRow:
     reverted_snapshot_id: int | None = None
     reverted_at: datetime | None = None
     partition_key: str | None = None  # as in `IngestionRow`
+    # The source partitions the partition read, counted per source (`playback_hourly=25` for the New York
+    # day summer time ends; lookback partitions included): `JudgedInputs.input_partitions`. Null in rows
+    # recorded before it, and in adoptions (nothing was read).
+    input_partitions: str | None = None
 
 
 # Python type of a row field -> Spark SQL type of its column (Iceberg: long, double, string, boolean,
@@ -332,6 +336,7 @@ def record_validation(
                 provisional=bool(ingestion.get("provisional")),
                 sources=",".join(spec.stream_names),
                 inputs=judged.inputs[day].text(),
+                input_partitions=judged.input_partitions(day),
             )
         )
     append(spark, rows, LedgerRow)

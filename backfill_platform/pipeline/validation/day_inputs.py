@@ -63,6 +63,18 @@ class JudgedInputs:
     inputs: dict[str, DayInputs] = field(default_factory=dict)
     reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
+    def input_partitions(self, day: str) -> str | None:
+        """How many partitions of each source the day read, in the dataset's order of sources:
+        `playback_hourly=25` for a New York day of 25 hours, `playback=1;impressions=2` for a join whose
+        lookback reads the day before. None when the run did not record what the day read."""
+        reads = self.reads.get(day)
+        if reads is None:
+            return None
+        counts = {
+            name: len({key for stream, key in reads if stream == name}) for name in self.spec.stream_names
+        }
+        return ";".join(f"{name}={count}" for name, count in counts.items())
+
     def own_days_ingestion(self, day: str) -> dict:
         """The day's own ingestion figures of each source, summed (the ledger's archive figures): those of
         the source partitions inside it (the day itself, or the hours of a day rolled up from them; not a

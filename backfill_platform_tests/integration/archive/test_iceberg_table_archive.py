@@ -34,6 +34,7 @@ from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.support.cli import table_row
 from backfill_platform_tests.support.datasets import lake_table, run, settled_by_day
 from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth
 from backfill_platform_tests.support.session import START, range_tags
@@ -238,3 +239,42 @@ def test_a_merge_on_read_delete_is_reported_not_read_as_new_data(spark):
     assert after == before
     assert [(r.rows_removed, r.hours) for r in archive.removals] == [(3, [])]
     assert "through delete files" in archive.removals[0].describe(identifier)
+
+
+def test_plan_never_shows_unread_offsets_of_a_table_as_none():
+    """15 offsets of Kafka partition 1 deleted from a landing table (issue 61): plan reads no rows, so its
+    offsets column says they were not read, never `none`, and its summary says the run proves them."""
+    from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThanOrEqual
+    from rich.console import Console
+
+    from backfill_platform.operations.plan import plan_summary, plan_table
+
+    catalog = open_catalog()
+    table = create_landing_table(catalog, "raw_landing.kc_plan_gap")
+    rows, _truth = sink_rows(START, 1, 120)
+    append_commits(table, rows)
+    held = sorted(r["_kafka_metadata_offset"] for r in rows if r["_kafka_metadata_partition"] == 1)
+    assert held[-1] >= 30  # offsets 10-24 lie inside partition 1
+    table.delete(
+        And(
+            EqualTo("_kafka_metadata_partition", 1),
+            And(
+                GreaterThanOrEqual("_kafka_metadata_offset", 10),
+                LessThanOrEqual("_kafka_metadata_offset", 24),
+            ),
+        )
+    )
+    spec = table_spec("kc_plan_gap", "raw_landing.kc_plan_gap")
+    plan = build_plan(spec, [], START, D2)
+    assert plan.lines == len(rows) - 15  # only the row count tells the delete apart
+    console = Console(record=True, width=300)
+    console.print(plan_table(plan))
+    for line in plan_summary(plan):
+        console.print(line)
+    output = console.export_text()
+    print(output)  # shown when the test fails
+    cells = table_row(output, START.isoformat())
+    assert cells[-1] == "not read (proven in the run)" and "none" not in cells
+    summary = " ".join(output.split())
+    assert "Kafka offsets of table raw_landing.kc_plan_gap: not read by plan for 1 day(s)" in summary
+    assert "checked when ingested" not in summary and "completeness proven by" not in summary

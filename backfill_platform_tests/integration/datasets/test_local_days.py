@@ -14,9 +14,12 @@ from datetime import date, datetime, timedelta
 import pandas as pd
 import pytest
 from dagster import materialize
+from rich.console import Console
 
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.lakehouse.tables import table_exists
+from backfill_platform.operations.ledger_report import promotion_report
+from backfill_platform.operations.report import build_report, report_markdown
 from backfill_platform.pipeline.events.assets import build_events_asset, events_key
 from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.partitions import dataset_partitions
@@ -26,6 +29,7 @@ from backfill_platform.pipeline.tables.dataset_tables import production_table, s
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.support.cli import table_row
 from backfill_platform_tests.support.datasets import LEDGER, local_daily_data, promotion_chain
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
@@ -122,6 +126,16 @@ def test_a_daily_dataset_of_a_zone_equals_its_local_days_of_hourly_events(
     ledger = spark.table(LEDGER).where(f"dataset = '{name}'").collect()
     assert sorted({r.partition_key for r in ledger}) == local_days
     assert {r.partition.isoformat() for r in ledger} == set(local_days)  # the local day, not a UTC one
+    # Each day records the UTC hours it read (issue 61), and `ledger` and `report` show them.
+    read = {r.partition_key: r.input_partitions for r in ledger}
+    assert read[dst_day] == f"{stream.name}={hours}"
+    assert set(read.values()) <= {f"{stream.name}={n}" for n in (23, 24, 25)}
+    console = Console(record=True, width=300)
+    console.print(promotion_report(spark, name, "v1"))
+    assert table_row(console.export_text(), dst_day)[-1] == f"{stream.name}={hours}"
+    markdown = report_markdown(build_report(result.run_id, {result.run_id}))
+    cells = next(line.split("|") for line in markdown.splitlines() if line.startswith(f"| {dst_day} "))
+    assert "input partitions |" in markdown and cells[-2].strip() == f"{stream.name}={hours}"
 
 
 def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir, spark, spark_resource):
@@ -151,3 +165,32 @@ def test_a_run_of_hours_that_selects_a_daily_asset_is_refused(playback, data_dir
     assert not result.get_asset_materialization_events()
     assert not table_exists(spark, production_table(spark, spec))
     assert not table_exists(spark, shadow_table(spark, spec, "v1"))
+
+
+def test_plan_of_a_new_york_dataset_lists_its_days_with_the_hours_each_spans(playback, data_dir):
+    """`plan --dataset` of local days over an hourly stream (issue 61): the dataset's days, the one summer
+    time ends with its 25 UTC hours, each reading the files of all its hours once (no Spark: the archive's
+    files and the ledger)."""
+    from backfill_platform.operations.plan import build_plan, plan_table
+
+    first, days, zone, local_days, _ = CASES["autumn-both"]
+    stream = hourly_stream(playback, data_dir, first, days)
+    spec = DatasetSpec.model_validate(local_daily_data(f"plays_plan_{first:%m%d}", stream.name, zone))
+    start, end = spec.grain.start(local_days[0]), spec.grain.bounds(local_days[-1])[1]
+    plan = build_plan(stream, [spec], start, end, days_of=spec.grain)
+    assert plan.noun == "day"
+    assert [(p.key, p.spans) for p in plan.partitions] == [("2026-10-31", 24), ("2026-11-01", 25)]
+    by_hour = build_plan(stream, [spec], start, end).partitions
+    for day in plan.partitions:
+        low, high = spec.grain.bounds(day.key)
+        hours = [h for h in by_hour if low <= HOURLY.start(h.key) < high]
+        assert len(hours) == day.spans
+        files = {f.name for h in hours for f in h.files}
+        assert {f.name for f in day.files} == files and day.lines < sum(h.lines for h in hours)
+        assert day.window == (hours[0].window[0], hours[-1].window[1])
+    console = Console(record=True, width=300)
+    console.print(plan_table(plan))
+    output = console.export_text()
+    print(output)  # shown when the test fails
+    cells = table_row(output, "2026-11-01")
+    assert cells[1] == "25" and cells[-1] == "-"  # its UTC hours; nothing in production yet

@@ -200,3 +200,33 @@ def test_status_judges_a_day_rolled_up_from_hours_by_their_fingerprints(monkeypa
     (found,) = status.dataset_status(None, spec, grains)
     assert found.state == "stale" and "playback_hourly 2026-11-01-04:00 re-derived in run e2" in found.detail
     assert "(25 of the 25 partitions it reads)" in found.detail
+
+
+def test_a_new_york_day_records_and_reports_the_25_hours_it_read(monkeypatch):
+    """The ledger's `input_partitions` of the day summer time ends in New York (issue 61): what the shadow
+    run read, counted per source, and the report's column of it."""
+    from backfill_platform.operations import report
+    from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
+    from backfill_platform_tests.support.datasets import local_daily_data
+
+    spec = DatasetSpec.model_validate(local_daily_data("plays_new_york", "playback", "America/New_York"))
+    day_start, day_end = spec.grain.bounds("2026-11-01")
+    judged = JudgedInputs(
+        spec=spec, reads={"2026-11-01": [("playback", h) for h in HOURLY.keys_between(day_start, day_end)]}
+    )
+    assert judged.input_partitions("2026-11-01") == "playback=25"
+    assert judged.input_partitions("2026-11-02") is None  # not read by this run
+
+    row = validation("2026-11-01", "r1", promoted=41) | {"input_partitions": "playback=25"}
+    tables = {"ledger": [row], "ingestions": []}
+    monkeypatch.setattr(report, "open_catalog", lambda: None)
+    monkeypatch.setattr(
+        report, "read_rows", lambda _c, table, column, value: tables[table] if column == "run_id" else []
+    )
+    monkeypatch.setattr(report, "commits_of_backfill", lambda *_: [])
+    markdown = report.report_markdown(report.build_report("r1", {"r1"}))
+    header = next(line for line in markdown.splitlines() if line.startswith("| day"))
+    cells = next(line for line in markdown.splitlines() if line.startswith("| 2026-11-01"))
+    assert (
+        header.split("|")[-2].strip() == "input partitions" and cells.split("|")[-2].strip() == "playback=25"
+    )
