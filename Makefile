@@ -11,6 +11,7 @@
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000
 #   make rest-catalog  Iceberg's REST catalog server on :8181 (REST_WAREHOUSE=s3://… for an S3 warehouse)
 #   make kafka       a single-node Kafka broker on 127.0.0.1:9092 (KAFKA_PORT), for a replay to Kafka
+#   make kafka-connect TOPIC=… TABLE=ns.table  Iceberg's Kafka Connect sink landing TOPIC in TABLE (a table archive)
 #   make bench       run the benchmark (both Spark lines); make bench-scale adds the big day and the year of small files
 #   make clean-data  remove runtime state under data/ (keeps data/.gitkeep)
 
@@ -61,6 +62,13 @@ UI_HOST ?= 127.0.0.1
 UI_PORT ?= 3000
 REST_PORT ?= 8181
 KAFKA_PORT ?= 9092
+# make kafka-connect: the topic and landing table (required), the broker (default: BACKFILL_PLATFORM_KAFKA_BOOTSTRAP,
+# else 127.0.0.1:9092), a named landing catalog (default: the platform's), the worker's REST port.
+TOPIC ?=
+TABLE ?=
+KAFKA_BOOTSTRAP ?=
+CATALOG ?=
+CONNECT_PORT ?= 8083
 REST_WAREHOUSE ?=
 PYTEST_ARGS ?=
 # The order of `make test`: file order by default (pyproject.toml's addopts keep pytest-randomly off);
@@ -101,7 +109,7 @@ export DAGSTER_HOME
 # in DAGSTER_HOME (the repository root) unless this is set.
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka demo test test-fast test-other-spark lint docs ui bench bench-scale clean-data
+.PHONY: help setup system-deps venv jars jars-lock rest-catalog kafka kafka-connect demo test test-fast test-other-spark lint docs ui bench bench-scale clean-data
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -151,7 +159,7 @@ $(INSTALL_STAMP): pyproject.toml | $(BIN)/python
 # it is a warning (runs start without it, slower), and test_jvm_jars fails on its absence. Last, the jars of
 # Iceberg's REST catalog server, Apache Kafka's broker, and Kafka Connect's worker with Iceberg's sink
 # plugin (devtools/rest_catalog/, kafka_broker/ and kafka_connect/ pom.xml, transitive, each checked against
-# its jars.sha256): the tests, `make rest-catalog` and `make kafka` run them; Spark never loads them.
+# its jars.sha256): the tests, `make rest-catalog`, `make kafka` and `make kafka-connect` run them; Spark never loads them.
 jars: system-deps venv
 	$(BIN)/python -m backfill_platform.devtools.jvm_jars $(JARS_ARGS)
 	$(BIN)/python -m backfill_platform.devtools.jvm_functions
@@ -180,6 +188,16 @@ rest-catalog: setup
 # data/kafka at each start; it prints the variable that points a replay at it (docs/s3-and-replay.md, "Online replay to Kafka").
 kafka: setup
 	$(BIN)/python -m backfill_platform.devtools.kafka_broker --port $(KAFKA_PORT)
+
+# A Kafka Connect worker in the foreground running Apache Iceberg's sink from TOPIC into TABLE (namespace.table)
+# of the platform's REST catalog (or CATALOG=NAME's, BACKFILL_PLATFORM_ARCHIVE_CATALOG_<NAME>_URI…), state and log
+# under data/kafka-connect. It creates what is missing (the topic, the sink's control topic, the namespace and the
+# landing table) and prints the `archive:` spec that reads the table (docs/your-own-archive.md, "Archives that
+# are Iceberg tables"). Start `make kafka` and `make rest-catalog` first.
+kafka-connect: setup
+	@if [ -z '$(TOPIC)' ] || [ -z '$(TABLE)' ]; then \
+		echo "kafka-connect: error: give TOPIC=<topic> TABLE=<namespace.table>" >&2; exit 2; fi
+	$(BIN)/python -m backfill_platform.devtools.kafka_connect --topic '$(TOPIC)' --table '$(TABLE)' --port $(CONNECT_PORT) $(if $(KAFKA_BOOTSTRAP),--bootstrap '$(KAFKA_BOOTSTRAP)') $(if $(CATALOG),--catalog '$(CATALOG)')
 
 demo: setup
 	$(BIN)/backfill-platform demo

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 
 from backfill_platform.devtools.kafka_connect.worker import METADATA_TRANSFORM_CLASS, SINK_CONNECTOR_CLASS
 
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 METADATA_FIELD = "_kafka_metadata"
 METADATA_COLUMNS = tuple(f"{METADATA_FIELD}_{name}" for name in ("topic", "partition", "offset", "timestamp"))
 
@@ -54,6 +55,7 @@ def iceberg_sink_config(
     bootstrap: str = "",
     auto_create: bool = False,
     tasks: int = 1,
+    file_io: str = S3_FILE_IO,
 ) -> dict[str, str]:
     """The connector's configuration (without its `name`, which `ConnectWorker.put_connector` adds).
 
@@ -62,6 +64,7 @@ def iceberg_sink_config(
     `control_topic_for(topic)`. `bootstrap` sets the sink's own Kafka clients' `bootstrap.servers` (else the
     sink reads it from the worker's properties file, found through the JVM's command line: that fails
     silently when the file's path has a space). `extra` is added last (it may override any key).
+    `file_io` is the FileIO class (empty: the catalog's default, e.g. for a `file://` warehouse).
     S3 credentials are not here: the worker's environment gives them."""
     config = {
         "connector.class": SINK_CONNECTOR_CLASS,
@@ -74,7 +77,6 @@ def iceberg_sink_config(
         "iceberg.catalog.type": "rest",
         "iceberg.catalog.uri": catalog_uri,
         "iceberg.catalog.warehouse": warehouse,
-        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         "iceberg.control.topic": control_topic or control_topic_for(topic),
         "iceberg.control.commit.interval-ms": str(commit_interval_ms),
         # The control consumer of a new group reads the control topic from its start (the default: its end).
@@ -82,6 +84,8 @@ def iceberg_sink_config(
         "transforms": "kafka",
         "transforms.kafka.type": METADATA_TRANSFORM_CLASS,
     }
+    if file_io:
+        config["iceberg.catalog.io-impl"] = file_io
     if s3_endpoint:
         config["iceberg.catalog.s3.endpoint"] = s3_endpoint
         config["iceberg.catalog.s3.path-style-access"] = "true"

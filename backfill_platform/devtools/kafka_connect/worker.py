@@ -31,6 +31,12 @@ from backfill_platform.devtools.kafka_connect.classpath import WORKER_CLASS, cla
 from backfill_platform.devtools.tool_jars import console_log4j2, java_binary
 from backfill_platform.devtools.tool_process import free_port, log_tail, stop_tool, wait_until_serving
 
+# Connector settings may name an environment variable instead of a value (`${env:NAME}`): the worker resolves
+# it when the connector starts, and its log and REST API show the reference, never the secret. Only the
+# platform's variables: a connector's configuration cannot read the worker's AWS credentials this way.
+ENV_CONFIG_PROVIDER = "env"
+ENV_CONFIG_PROVIDER_ALLOWLIST = "BACKFILL_PLATFORM_.*"
+
 STARTUP_TIMEOUT_SECONDS = 120
 STOP_TIMEOUT_SECONDS = 30
 SINK_CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
@@ -60,7 +66,16 @@ offset.flush.interval.ms=1000
 plugin.path={plugins}
 plugin.discovery=service_load
 listeners=http://127.0.0.1:{port}
+config.providers={ENV_CONFIG_PROVIDER}
+config.providers.{ENV_CONFIG_PROVIDER}.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.{ENV_CONFIG_PROVIDER}.param.allowlist.pattern={ENV_CONFIG_PROVIDER_ALLOWLIST}
 """
+
+
+def env_reference(variable: str) -> str:
+    """A connector setting's value read by the worker from its environment variable `variable` when the
+    connector starts (its log and REST API show this reference, not the value)."""
+    return f"${{{ENV_CONFIG_PROVIDER}:{variable}}}"
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,27 @@ class ConnectWorker:
     def status(self, name: str) -> dict[str, Any]:
         """The connector's and its tasks' states (`RUNNING`, `FAILED` with the task's `trace`, ...)."""
         return _request("GET", f"{self.url}/connectors/{_quote(name)}/status")
+
+    def wait_until_running(self, name: str, timeout: float = 60) -> dict[str, Any]:
+        """The connector's status once it and every task run. Raises RuntimeError with the trace of a
+        connector or task that failed, or if the worker exits; TimeoutError after `timeout` seconds."""
+
+        def running() -> dict[str, Any] | None:
+            try:
+                status = self.status(name)
+            except RuntimeError:  # 404 until the worker has created the connector
+                return None
+            parts = [status.get("connector", {}), *status.get("tasks", [])]
+            for part in parts:
+                if part.get("state") == "FAILED":
+                    raise RuntimeError(f"connector {name} failed; {self.log_path}:\n{part.get('trace', '')}")
+            # No task yet: the connector runs before the worker has assigned its tasks.
+            states = {part.get("state") for part in parts}
+            return status if len(parts) > 1 and states == {"RUNNING"} else None
+
+        return wait_until_serving(
+            self.process, running, what=f"connector {name}", log=self.log_path, timeout=timeout
+        )
 
     def delete_connector(self, name: str) -> None:
         """Stop the connector and forget it (its consumer group and table stay as they are)."""
