@@ -46,7 +46,7 @@ def spark_activity() -> str:
     """What Spark is doing now, in one line: the running stages (name, tasks done of all, records read
     and shuffled so far), or that no stage runs, or that Spark has not started."""
     sc = _active_context()
-    if sc is None:
+    if sc is None or sc._jsc is None:  # none yet, or its JVM side still being made
         return "Spark starting"
     store = sc._jsc.sc().statusStore()
     stages = store.activeStages()
