@@ -127,9 +127,10 @@ def test_report_of_the_run_prints_the_ledgers_numbers(report, promoted):
         assert len(cells) == 1
         expected = [
             row["partition"].isoformat(), "v2", run_id, f"{row['records']:,}", f"{row['events_written']:,}",
-            f"{row['duplicates']:,}", f"{row['quarantined']:,}", f"{row['late']:,}", f"{row['shadow_rows']:,}",
-            row["shadow_row_hash"], f"{row['diverging_rows']:,}", "passed", str(row["promoted_snapshot_id"]),
-            f"{row['promoted_at']:%Y-%m-%d %H:%M:%S} UTC",
+            f"{row['duplicates']:,}", f"{row['quarantined']:,}", f"{row['erased']:,}", f"{row['late']:,}",
+            f"{row['shadow_rows']:,}", row["shadow_row_hash"], f"{row['diverging_rows']:,}", "passed",
+            str(row["promoted_snapshot_id"]), f"{row['promoted_at']:%Y-%m-%d %H:%M:%S} UTC",
+            row["input_partitions"] or "-",
         ]  # fmt: skip
         assert cells[0] == expected
     # `late` is defined where it is read, once, before the commits.
@@ -166,7 +167,7 @@ def test_report_of_a_dagster_backfill_names_its_run_and_promotion(views_backfill
         validations = [cells for cells in markdown_rows(result.output, day) if len(cells) > 11]
         assert len(validations) == 2, validations
         for cells in validations:
-            assert cells[1:3] == ["v2", run_id] and cells[11] == "passed"
+            assert cells[1:3] == ["v2", run_id] and cells[12] == "passed"
     [commit] = [c for c in markdown_rows(result.output, "views_per_title") if c[3] == "promote"]
     assert commit[5:] == [", ".join(VIEWS_BACKFILL_DAYS), run_id]
 
