@@ -334,7 +334,7 @@ def test_the_ui_shows_each_day_of_a_range_backfill(
     wait_for_text(
         page,
         node_pattern(GAP_EVENTS[-1], re.escape("4 / 5 Passed"), re.escape("1% filled (2 failed)")),
-        node_pattern(GAP_SHADOW[-1], r"0 / 5 Passed", re.escape("0% filled (3 failed)")),
+        node_pattern(GAP_SHADOW[-1], r"0 / 6 Passed", re.escape("0% filled (3 failed)")),
         node_pattern(GAP_PRODUCTION[-1], r"0 / 1 Passed", re.escape("0% filled (3 failed)")),
     )
     screenshot_when_still(page, screenshots / "gap_lineage.png")
@@ -347,7 +347,7 @@ def test_the_ui_shows_each_day_of_a_range_backfill(
     wait_for_text(
         page,
         node_pattern(EVENTS[-1], re.escape("5 / 5 Passed"), r"\d+% filled"),
-        node_pattern(SHADOW[-1], re.escape("5 / 5 Passed"), r"\d+% filled"),
+        node_pattern(SHADOW[-1], re.escape("6 / 6 Passed"), r"\d+% filled"),
         node_pattern(PRODUCTION[-1], re.escape("1 / 1 Passed"), r"\d+% filled"),
     )
     screenshot_when_still(page, screenshots / "views_lineage.png")
