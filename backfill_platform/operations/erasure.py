@@ -49,6 +49,7 @@ from backfill_platform.pipeline.erasure.requests import (
     requests_table,
     subject_hash,
 )
+from backfill_platform.pipeline.erasure.subjects import is_requested
 from backfill_platform.pipeline.events.ingest import ERASED_DETAIL, events_table, quarantine_table
 from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
@@ -173,13 +174,6 @@ def held_tables(
     return [t for t in held if table_exists(spark, t.identifier)], aggregated
 
 
-def _requested(value: Column, requests: Requests, key: bytes) -> Column:
-    """True for a row whose subject (text) has a request; never null."""
-    return F.coalesce(
-        value.isNotNull() & subject_hash(value, key).isin(sorted(requests.hashes)), F.lit(False)
-    )
-
-
 def _quarantine_subject(path: str) -> Column:
     """The subject of a quarantined line: the raw field at the stream's `subject_field` path, as text."""
     return F.trim(F.get_json_object(F.col("line"), f"$.{path}"))
@@ -189,9 +183,9 @@ def subject_rows(df: DataFrame, table: HeldTable, requests: Requests, key: bytes
     """The rows of `df` (a read of `table`) that belong to requested subjects."""
     if table.kind == "quarantine":
         return df.where(
-            F.col("line").isNotNull() & _requested(_quarantine_subject(table.column), requests, key)
+            F.col("line").isNotNull() & is_requested(_quarantine_subject(table.column), requests, key)
         )
-    return df.where(_requested(F.col(table.column).cast("string"), requests, key))
+    return df.where(is_requested(F.col(table.column).cast("string"), requests, key))
 
 
 def ensure_cleans(spark: SparkSession) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.erasure.requests import Requests, erasure_key, subject_hash
@@ -28,6 +28,15 @@ def mark_erased(
         .withColumn("_erased", F.col("_request_hash").isNotNull())
         .drop("_subject_hash", "_request_hash")
     )
+
+
+def is_requested(value: Column, requests: Requests, key: bytes | None = None) -> Column:
+    """True for a row whose subject (`value`, text) has a request in `requests`; never null. For the
+    operator's commands on a table (clean, audit, revert), where the requests are a literal of one query;
+    a run's pass over every record joins them instead (`mark_erased`). `key`: the erasure key, when the
+    caller holds it already."""
+    hashed = subject_hash(value, key or erasure_key())
+    return F.coalesce(value.isNotNull() & hashed.isin(sorted(requests.hashes)), F.lit(False))
 
 
 def erasure_coverage(stream: StreamSpec) -> str:

@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, replace_ranges, table_exists
-from backfill_platform.pipeline.erasure.requests import erasure_key, requests_for, subject_hash
+from backfill_platform.pipeline.erasure.requests import requests_for
+from backfill_platform.pipeline.erasure.subjects import is_requested
 from backfill_platform.pipeline.ledger.commits import (
     ACTION,
     DATASET,
@@ -89,10 +90,7 @@ def erased_rows(spark: SparkSession, spec: DatasetSpec, streams: Sequence[Stream
         requests = requests_for(spark, stream.name)
         if not requests:
             continue
-        value = F.col(column).cast("string")
-        hit = F.coalesce(
-            value.isNotNull() & subject_hash(value, erasure_key()).isin(sorted(requests.hashes)), F.lit(False)
-        )
+        hit = is_requested(F.col(column).cast("string"), requests)
         erased = hit if erased is None else erased | hit
     return erased
 
