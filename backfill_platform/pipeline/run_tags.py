@@ -46,19 +46,32 @@ SOURCE_DAYS_BEFORE_TAG = "backfill_platform/source_days_before"
 
 
 def source_days_before_tag(days_before: Mapping[str, int]) -> str:
+    """The tag's text for `days_before` (stream -> days): streams with 0 days are left out."""
+    negative = {stream: days for stream, days in days_before.items() if days < 0}
+    if negative:
+        raise ValueError(f"days before a range cannot be negative: {negative}")
     return ",".join(f"{stream}={days}" for stream, days in sorted(days_before.items()) if days)
+
+
+def parse_source_days_before(tags: Mapping[str, str]) -> dict[str, int]:
+    """Every stream the tag names, with its days before the range: the whole tag is read, so a malformed
+    item is refused whichever stream asks. Whitespace around names, numbers and items is ignored."""
+    text = tags.get(SOURCE_DAYS_BEFORE_TAG, "").strip()
+    parsed: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, equals, days = (part.strip() for part in item.partition("="))
+        # ASCII digits only: `str.isdigit` also takes `²`, which `int` then refuses without naming the tag.
+        if not (name and equals and days.isascii() and days.isdigit()):
+            raise ValueError(
+                f"run tag {SOURCE_DAYS_BEFORE_TAG}={text!r}: each item must be `<stream>=<days>`, e.g. "
+                f"`impressions=1` (not {item!r})"
+            )
+        if name in parsed and parsed[name] != int(days):
+            raise ValueError(f"run tag {SOURCE_DAYS_BEFORE_TAG}={text!r} names {name!r} twice")
+        parsed[name] = int(days)
+    return parsed
 
 
 def source_days_before(tags: Mapping[str, str], stream: str) -> int:
     """How many days before the run's range the stream's events step must ingest or validate (0: none)."""
-    text = tags.get(SOURCE_DAYS_BEFORE_TAG, "").strip()
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, days = item.partition("=")
-        if not days.isdigit():
-            raise ValueError(
-                f"run tag {SOURCE_DAYS_BEFORE_TAG}={text!r}: each item must be `<stream>=<days>`, e.g. "
-                "`impressions=1`"
-            )
-        if name.strip() == stream:
-            return int(days)
-    return 0
+    return parse_source_days_before(tags).get(stream, 0)

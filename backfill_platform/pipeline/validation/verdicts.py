@@ -50,10 +50,13 @@ def failed_days(verdicts: Iterable[DayVerdict]) -> dict[str, list[str]]:
 
 def digest(verdicts: Iterable[DayVerdict]) -> str:
     """A short fingerprint of every verdict and number, recorded on the promotion snapshot."""
-    payload = sorted(
+    rows = [
         (v.check, v.day, v.passed, {k: str(getattr(m, "value", m)) for k, m in v.metadata.items()})
         for v in verdicts
-    )
+    ]
+    # Ordered by check, day and outcome, then by the numbers as text: two verdicts of one check and day
+    # (dicts do not compare) order alike in every run, and every other list orders as it always did.
+    payload = sorted(rows, key=lambda row: (*row[:3], json.dumps(row[3], sort_keys=True)))
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

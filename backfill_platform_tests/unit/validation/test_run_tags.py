@@ -79,3 +79,33 @@ def test_a_malformed_item_before_the_stream_is_refused_for_every_stream() -> Non
     for stream in ("weather", "impressions", "clicks"):
         with pytest.raises(ValueError, match=SOURCE_DAYS_BEFORE_TAG):
             source_days_before(tags, stream)
+
+
+def test_a_malformed_item_after_the_stream_is_refused_for_every_stream_too() -> None:
+    # The whole tag is read whichever stream asks: a malformed tag is never half accepted.
+    tags = {SOURCE_DAYS_BEFORE_TAG: "impressions=1,garbage"}
+    for stream in ("impressions", "weather"):
+        with pytest.raises(ValueError, match="not 'garbage'"):
+            source_days_before(tags, stream)
+
+
+@pytest.mark.parametrize("text", ["=1", "impressions=²", "impressions=1=2", "impressions=x"])
+def test_an_item_without_a_name_or_with_other_digits_is_refused_naming_the_tag(text: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        source_days_before({SOURCE_DAYS_BEFORE_TAG: text}, "impressions")
+    assert SOURCE_DAYS_BEFORE_TAG in str(refused.value)
+
+
+def test_whitespace_around_the_days_is_ignored_as_around_the_name() -> None:
+    assert source_days_before({SOURCE_DAYS_BEFORE_TAG: "impressions= 2 "}, "impressions") == 2
+
+
+def test_a_stream_named_twice_with_two_counts_is_refused() -> None:
+    assert source_days_before({SOURCE_DAYS_BEFORE_TAG: "weather=1,weather=1"}, "weather") == 1
+    with pytest.raises(ValueError, match="names 'weather' twice"):
+        source_days_before({SOURCE_DAYS_BEFORE_TAG: "weather=1,weather=2"}, "weather")
+
+
+def test_the_tag_is_never_written_with_what_the_reader_refuses() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        source_days_before_tag({"impressions": -1})

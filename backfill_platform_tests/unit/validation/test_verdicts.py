@@ -166,3 +166,10 @@ def test_a_shadow_validation_passes_a_day_unless_a_blocking_check_failed_it() ->
     assert validation.digest == digest(validation.verdicts)
     assert ShadowValidation(days=[DAY1]).failed == {}
     assert ShadowValidation(days=[DAY1]).passed(DAY1)
+
+
+def test_two_verdicts_of_one_check_and_day_have_one_digest_in_any_order() -> None:
+    first = DayVerdict("rows", DAY1, True, {"rows": 3})
+    second = DayVerdict("rows", DAY1, True, {"rows": 4})
+    assert digest([first, second]) == digest([second, first])
+    assert digest([first, second]) != digest([first, first])
