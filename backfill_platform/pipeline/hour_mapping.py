@@ -17,31 +17,15 @@ automation sensor, which therefore runs in the user code server) this mapping is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
-from dagster import (
-    DagsterInvalidDefinitionError,
-    PartitionMapping,
-    PartitionsDefinition,
-    TimeWindow,
-    TimeWindowPartitionsDefinition,
-    partition_loading_context,
-)
+from dagster import DagsterInvalidDefinitionError, PartitionsDefinition, TimeWindowPartitionsDefinition
 
-from backfill_platform.dagster_internals import (
-    AllPartitionsSubset,
-    PartitionsSubset,
-    TimeWindowPartitionsSubset,
-    UpstreamPartitionsResult,
-)
+from backfill_platform.dagster_internals import PartitionsSubset
+from backfill_platform.pipeline.window_mapping import WindowMapping
 from backfill_platform.specs.durations import DAY, HOUR
 from backfill_platform.specs.stream import StreamSpec
-
-if TYPE_CHECKING:
-    from backfill_platform.dagster_internals import DynamicPartitionsStore
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _HOURLY_CRON = "0 * * * *"
@@ -82,7 +66,7 @@ def _ceil(t: datetime, unit: timedelta) -> datetime:
 
 
 @dataclass(frozen=True)
-class ArchiveReadWindowMapping(PartitionMapping):
+class ArchiveReadWindowMapping(WindowMapping):
     """Event days (daily, UTC) ← the archive ingestion hours (hourly, UTC) each day reads.
 
     Hours outside the archive's partitions (the future, or before it starts) are left out rather than
@@ -134,7 +118,7 @@ class ArchiveReadWindowMapping(PartitionMapping):
             _ceil(hour_end + read_before(self.clock_skew), length),
         )
 
-    # ---- PartitionMapping ----
+    # ---- WindowMapping ----
 
     def validate_partition_mapping(
         self,
@@ -156,85 +140,21 @@ class ArchiveReadWindowMapping(PartitionMapping):
                     f"of {self.partition_length}; the {role} partitions are {partitions_def}"
                 )
 
-    def get_upstream_mapped_partitions_result_for_partitions(
-        self,
-        downstream_partitions_subset: PartitionsSubset | None,
-        downstream_partitions_def: PartitionsDefinition | None,
-        upstream_partitions_def: PartitionsDefinition,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> UpstreamPartitionsResult:
-        self.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
-        assert isinstance(upstream_partitions_def, TimeWindowPartitionsDefinition)
-        assert downstream_partitions_subset is not None and downstream_partitions_def is not None
-        with partition_loading_context(current_time, dynamic_partitions_store):
-            wanted = [
-                self.hours_window(start, end)
-                for start, end in subset_windows(downstream_partitions_subset, downstream_partitions_def)
-            ]
-            existing, nonexistent = clip_to_partitions(upstream_partitions_def, wanted)
-        return UpstreamPartitionsResult(
-            partitions_subset=existing,
-            required_but_nonexistent_subset=(
-                upstream_partitions_def.empty_subset()
-                if self.allow_nonexistent_upstream_partitions
-                else nonexistent
-            ),
-        )
+    def upstream_window(
+        self, partitions_def: TimeWindowPartitionsDefinition, start: datetime, end: datetime
+    ) -> tuple[datetime, datetime]:
+        return self.hours_window(start, end)
 
-    def get_downstream_partitions_for_partitions(
-        self,
-        upstream_partitions_subset: PartitionsSubset,
-        upstream_partitions_def: PartitionsDefinition,
-        downstream_partitions_def: PartitionsDefinition | None,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
+    def downstream_window(
+        self, partitions_def: TimeWindowPartitionsDefinition, start: datetime, end: datetime
+    ) -> tuple[datetime, datetime]:
+        return self.days_window(start, end)
+
+    def required_but_nonexistent(
+        self, upstream_partitions_def: TimeWindowPartitionsDefinition, nonexistent: PartitionsSubset
     ) -> PartitionsSubset:
-        self.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
-        assert isinstance(downstream_partitions_def, TimeWindowPartitionsDefinition)
-        with partition_loading_context(current_time, dynamic_partitions_store):
-            wanted = [
-                self.days_window(start, end)
-                for start, end in subset_windows(upstream_partitions_subset, upstream_partitions_def)
-            ]
-            existing, _ = clip_to_partitions(downstream_partitions_def, wanted)
-        return existing
-
-
-def subset_windows(
-    subset: PartitionsSubset, partitions_def: PartitionsDefinition
-) -> list[tuple[datetime, datetime]]:
-    """The subset as UTC time windows (contiguous runs where the subset keeps them)."""
-    if isinstance(subset, AllPartitionsSubset):
-        subset = TimeWindowPartitionsSubset.from_all_partitions_subset(subset)
-    if isinstance(subset, TimeWindowPartitionsSubset):
-        windows = [(w.start, w.end) for w in subset.included_time_windows]
-    else:
-        assert isinstance(partitions_def, TimeWindowPartitionsDefinition)
-        windows = [
-            tuple(partitions_def.time_window_for_partition_key(key)) for key in subset.get_partition_keys()
-        ]
-    return [(start.astimezone(UTC), end.astimezone(UTC)) for start, end in windows]
-
-
-def clip_to_partitions(
-    partitions_def: TimeWindowPartitionsDefinition, windows: Iterable[tuple[datetime, datetime]]
-) -> tuple[PartitionsSubset, PartitionsSubset]:
-    """(the existing partitions of the windows, the nonexistent ones) as subsets of partitions_def."""
-    existing = nonexistent = partitions_def.empty_subset()
-    first, last = partitions_def.get_first_partition_window(), partitions_def.get_last_partition_window()
-    low = first.start.astimezone(UTC) if first else None
-    high = last.end.astimezone(UTC) if last else None
-    for start, end in windows:
-        if start >= end:
-            continue
-        if low is None or high is None:
-            nonexistent |= partitions_def.get_partition_subset_in_time_window(TimeWindow(start, end))
-            continue
-        inside = (max(start, low), min(end, high))
-        if inside[0] < inside[1]:
-            existing |= partitions_def.get_partition_subset_in_time_window(TimeWindow(*inside))
-        for outside in ((start, min(end, low)), (max(start, high), end)):
-            if outside[0] < outside[1]:
-                nonexistent |= partitions_def.get_partition_subset_in_time_window(TimeWindow(*outside))
-    return existing, nonexistent
+        return (
+            upstream_partitions_def.empty_subset()
+            if self.allow_nonexistent_upstream_partitions
+            else nonexistent
+        )

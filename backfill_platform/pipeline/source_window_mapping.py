@@ -24,31 +24,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from dagster import (
     AllPartitionMapping,
     DagsterInvalidDefinitionError,
-    PartitionMapping,
     PartitionsDefinition,
     TimeWindowPartitionsDefinition,
-    partition_loading_context,
 )
 
-from backfill_platform.dagster_internals import (
-    PartitionsSubset,
-    UpstreamPartitionsResult,
-    serialize_as_builtin,
-)
+from backfill_platform.dagster_internals import serialize_as_builtin
 from backfill_platform.pipeline.delegating_mapping import DelegatingMapping
-from backfill_platform.pipeline.hour_mapping import clip_to_partitions, subset_windows
-
-if TYPE_CHECKING:
-    from backfill_platform.dagster_internals import DynamicPartitionsStore
+from backfill_platform.pipeline.window_mapping import WindowMapping
 
 
 @dataclass(frozen=True)
-class SourceWindowMapping(PartitionMapping):
+class SourceWindowMapping(WindowMapping):
     """Dataset partition P ← the source partitions overlapping [P start - lookback, P end)."""
 
     lookback: timedelta = timedelta(0)
@@ -75,46 +65,17 @@ class SourceWindowMapping(PartitionMapping):
                     f"{type(self).__name__} maps time-window partitions; the {role} partitions are {partitions_def}"
                 )
 
-    def get_upstream_mapped_partitions_result_for_partitions(
-        self,
-        downstream_partitions_subset: PartitionsSubset | None,
-        downstream_partitions_def: PartitionsDefinition | None,
-        upstream_partitions_def: PartitionsDefinition,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> UpstreamPartitionsResult:
-        self.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
-        assert isinstance(upstream_partitions_def, TimeWindowPartitionsDefinition)
-        assert downstream_partitions_subset is not None and downstream_partitions_def is not None
-        with partition_loading_context(current_time, dynamic_partitions_store):
-            wanted = [
-                covering(upstream_partitions_def, start - self.lookback, end)
-                for start, end in subset_windows(downstream_partitions_subset, downstream_partitions_def)
-            ]
-            existing, _ = clip_to_partitions(upstream_partitions_def, wanted)
+    def upstream_window(
+        self, partitions_def: TimeWindowPartitionsDefinition, start: datetime, end: datetime
+    ) -> tuple[datetime, datetime]:
         # Source partitions before the source's first (a lookback from the first day) do not exist: left out.
-        return UpstreamPartitionsResult(
-            partitions_subset=existing, required_but_nonexistent_subset=upstream_partitions_def.empty_subset()
-        )
+        return covering(partitions_def, start - self.lookback, end)
 
-    def get_downstream_partitions_for_partitions(
-        self,
-        upstream_partitions_subset: PartitionsSubset,
-        upstream_partitions_def: PartitionsDefinition,
-        downstream_partitions_def: PartitionsDefinition | None,
-        current_time: datetime | None = None,
-        dynamic_partitions_store: DynamicPartitionsStore | None = None,
-    ) -> PartitionsSubset:
-        self.validate_partition_mapping(upstream_partitions_def, downstream_partitions_def)
-        assert isinstance(downstream_partitions_def, TimeWindowPartitionsDefinition)
-        with partition_loading_context(current_time, dynamic_partitions_store):
-            # P overlaps [a, b) through its lookback when P start - lookback < b and P end > a.
-            wanted = [
-                covering(downstream_partitions_def, start, end + self.lookback)
-                for start, end in subset_windows(upstream_partitions_subset, upstream_partitions_def)
-            ]
-            existing, _ = clip_to_partitions(downstream_partitions_def, wanted)
-        return existing
+    def downstream_window(
+        self, partitions_def: TimeWindowPartitionsDefinition, start: datetime, end: datetime
+    ) -> tuple[datetime, datetime]:
+        # P overlaps [a, b) through its lookback when P start - lookback < b and P end > a.
+        return covering(partitions_def, start, end + self.lookback)
 
 
 class LocalDaysMapping(DelegatingMapping, AllPartitionMapping):
