@@ -5,7 +5,7 @@
 #   make demo        run the end-to-end demo
 #   make test        run the test suite (what CI runs, via .ci/run); TEST_ORDER=random or reverse
 #   make test-other-spark  the end-to-end subset on the other Spark line (4.1), in .venv-spark-4.1 (CI runs it too)
-#   make test-fast   the unit layer (the tests under unit/: no Spark, server or run), under a minute: the edit loop
+#   make test-fast   the unit layer (the tests under unit/: no Spark, server or run): the edit loop
 #   make lint        ruff check + ruff format --check + the import contracts (CI runs it first)
 #   make docs        the documentation site (docs/, mkdocs.yml) into data/site, strictly: a broken link fails
 #   make ui          Dagster webserver + daemon on http://127.0.0.1:3000

@@ -4,7 +4,7 @@ by day, or hour by hour for an hourly dataset), in markdown.
 ID is a Dagster backfill id or a run id. The ledger says what each validation judged and what was
 published: its rows name the validation run (`run_id`), the Dagster backfill it belonged to
 (`backfill_id`) and the promotion run (`promotion_run_id`); `platform.ingestions` rows name the events
-run; production's snapshots carry `dagster.run-id` and `dagster.backfill-id` (`utils.run_properties`).
+run; production's snapshots carry `dagster.run-id` and `dagster.backfill-id` (`pipeline/run_tags.run_properties`).
 Everything is read through PyIceberg (`operations.ledger_view`): no Spark session is started. For a
 backfill id, the runs the Dagster instance of DAGSTER_HOME knows for it are matched too, so an events
 run of the backfill is found by its run id.

@@ -3,7 +3,7 @@
 A stream spec says where the archive is and how it is laid out (`archive_location.py`), how to
 recognise and upcast each historical schema version to the latest (`upcasts.py`), which fields carry the
 event id and the event time, how late an event may arrive, from which day partitions start, and which
-Kinesis streams a replay may write to (`kinesis.py`). The events table's columns follow from it.
+Kinesis streams and Kafka topics a replay may write to (`replay_targets.py`). The events table's columns follow from it.
 """
 
 from __future__ import annotations

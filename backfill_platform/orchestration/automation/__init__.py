@@ -1,1 +1,2 @@
-"""Declarative automation: the exact archive → events partition mapping, the refresh conditions, the sensor."""
+"""Declarative automation: the refresh conditions, the sensor, what a read saw and why a day failed (the exact
+archive → events partition mapping they use is `pipeline/hour_mapping.py`)."""
