@@ -132,9 +132,7 @@ def run_child(written: Path) -> None:
         catalog_from_env,
     )
     from backfill_platform.orchestration.factory import build_definitions
-    from backfill_platform.pipeline.events.assets import events_key
-    from backfill_platform.pipeline.promotion.assets import production_key
-    from backfill_platform.pipeline.shadow.assets import shadow_key
+    from backfill_platform.pipeline.names import events_key, production_key, shadow_key
 
     specs = project_specs(package_project())
     defs = build_definitions(specs)

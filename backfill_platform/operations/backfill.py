@@ -17,8 +17,7 @@ from rich.table import Table
 
 from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.operations.ledger_view import Row, production_label
-from backfill_platform.pipeline.events.assets import events_key
-from backfill_platform.pipeline.promotion.assets import production_key
+from backfill_platform.pipeline.names import events_key, production_key, shadow_key
 from backfill_platform.pipeline.run_tags import (
     ALL_OR_NOTHING,
     PER_DAY,
@@ -28,7 +27,6 @@ from backfill_platform.pipeline.run_tags import (
     TICKET_TAG,
     source_days_before_tag,
 )
-from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight

@@ -50,8 +50,8 @@ from backfill_platform.pipeline.erasure.requests import (
     subject_hash,
 )
 from backfill_platform.pipeline.erasure.subjects import is_requested
-from backfill_platform.pipeline.events.ingest import ERASED_DETAIL, events_table, quarantine_table
-from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
+from backfill_platform.pipeline.events.ingest import ERASED_DETAIL
+from backfill_platform.pipeline.names import events_table, production_table, quarantine_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 

@@ -37,14 +37,10 @@ from backfill_platform.operations.ledger_view import (
     production_label,
 )
 from backfill_platform.operations.ranges import bound, option_text
-from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.names import events_table, production_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
-from backfill_platform.pipeline.tables.dataset_tables import (
-    production_table,
-    read_range,
-    with_declared_columns,
-)
+from backfill_platform.pipeline.tables.dataset_tables import read_range, with_declared_columns
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,

@@ -21,9 +21,10 @@ from backfill_platform.orchestration.automation.conditions import (
 )
 from backfill_platform.orchestration.automation.sensor import automation_sensor
 from backfill_platform.orchestration.runs.executor import fenced_in_process_executor
-from backfill_platform.pipeline.archive.assets import archive_key, build_archive_asset
+from backfill_platform.pipeline.archive.assets import build_archive_asset
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.kafka_cluster import KafkaResource
+from backfill_platform.pipeline.names import archive_key
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 from backfill_platform.pipeline.replay.job import replay_to_kafka_job, replay_to_kinesis_job

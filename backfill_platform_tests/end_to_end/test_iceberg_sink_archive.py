@@ -21,8 +21,8 @@ from backfill_platform import settings
 from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth, arrivals
 from backfill_platform.lakehouse.resources import ARCHIVE_CATALOG_ENV
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
 from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec

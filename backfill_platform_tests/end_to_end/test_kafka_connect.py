@@ -20,8 +20,8 @@ from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_
 from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_problems
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.names import events_table
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec

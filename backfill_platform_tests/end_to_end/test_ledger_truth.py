@@ -28,6 +28,7 @@ from backfill_platform.pipeline.ledger.ledger import (
     ledger_table,
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
+from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.promotion import adopt as adopt_module
 from backfill_platform.pipeline.promotion import promote as promote_module
 from backfill_platform.pipeline.promotion import revert as revert_module
@@ -35,7 +36,7 @@ from backfill_platform.pipeline.promotion.adopt import adopt
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
+from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform_tests.support.datasets import dataset, production, run, write_dataset_spec

@@ -29,15 +29,11 @@ from backfill_platform.pipeline.archive.records import iter_lines
 from backfill_platform.pipeline.archive.s3 import S3Archive
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import (
-    events_table,
-    ingest_window,
-    quarantine_table,
-)
+from backfill_platform.pipeline.events.ingest import ingest_window
 from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.names import events_table, production_table, quarantine_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight

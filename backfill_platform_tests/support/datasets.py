@@ -14,9 +14,9 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, PROD_NAMESPACE, SHADOW_NAMESPACE
 from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
-from backfill_platform.pipeline.promotion.assets import build_production_asset, production_key
+from backfill_platform.pipeline.names import production_key, production_table
+from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.pipeline.validation.checksums import checksum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data

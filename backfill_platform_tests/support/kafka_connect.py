@@ -39,7 +39,7 @@ from backfill_platform.devtools.generator.iceberg_landing import (  # noqa: F401
 from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth
 from backfill_platform.devtools.kafka_connect.iceberg_sink import control_topic_for, iceberg_sink_config
 from backfill_platform.devtools.kafka_connect.worker import ConnectWorker, connect_worker
-from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.names import events_table
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.moto import MotoServer
 from backfill_platform_tests.support.processes import wait_until

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from backfill_platform.devtools.generator.impressions import both_attributions
+from backfill_platform.pipeline.names import production_table, shadow_table
 from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
-from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 
 

@@ -16,9 +16,8 @@ from rich.console import Console
 
 from backfill_platform.pipeline.erasure.proof import ERASURE_HONORED
 from backfill_platform.pipeline.erasure.requests import file_requests
-from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.names import events_table, production_table
 from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
-from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from backfill_platform.operations.backfill import BackfillRequest, report_table, throughput_line
 from backfill_platform.operations.in_process import run_backfill
-from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.pipeline.names import production_table
 from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.loader import SpecSet
 

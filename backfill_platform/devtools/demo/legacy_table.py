@@ -11,7 +11,7 @@ from datetime import date
 from pyspark.sql import SparkSession
 
 from backfill_platform.lakehouse.tables import in_range, replace_range, table_id
-from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.names import events_table
 from backfill_platform.pipeline.tables.dataset_tables import conform, ensure_dataset_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight

@@ -4,7 +4,6 @@ from collections import defaultdict
 from datetime import datetime
 
 from dagster import (
-    AssetKey,
     AssetsDefinition,
     AutomationCondition,
     DataVersion,
@@ -16,15 +15,12 @@ from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import list_files, manifest_fingerprint
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
+from backfill_platform.pipeline.names import archive_key
 from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
 from backfill_platform.specs.durations import DAY, HOUR
 from backfill_platform.specs.stream import StreamSpec
 
 OBSERVE_ALL_TAG = "backfill_platform/observe_all"
-
-
-def archive_key(spec: StreamSpec) -> AssetKey:
-    return AssetKey(["archive", f"{spec.name}_archive"])
 
 
 def build_archive_asset(

@@ -10,7 +10,6 @@ from pyspark.sql import DataFrame
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
-from backfill_platform.pipeline.archive.assets import archive_key
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, hours
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.erasure.requests import NO_REQUESTS, requests_for
@@ -30,13 +29,13 @@ from backfill_platform.pipeline.events.ingest import (
     REASONS,
     IngestResult,
     PartitionFigures,
-    events_table,
     ingest_window,
     window_files,
 )
 from backfill_platform.pipeline.events.read_record import read_observations
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
+from backfill_platform.pipeline.names import archive_key, events_key, events_table
 from backfill_platform.pipeline.partitions import partition_of, run_partitions_are_mine
 from backfill_platform.pipeline.run_tags import (
     PER_DAY,
@@ -49,10 +48,6 @@ from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fin
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes, failed_days
 from backfill_platform.specs.stream import StreamSpec
-
-
-def events_key(spec: StreamSpec) -> AssetKey:
-    return AssetKey([RAW_NAMESPACE, spec.events_table])
 
 
 def build_events_asset(

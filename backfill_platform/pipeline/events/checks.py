@@ -14,7 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.events.completeness import DayCompleteness, format_hours
-from backfill_platform.pipeline.events.ingest import IngestResult, events_columns, quarantine_table
+from backfill_platform.pipeline.events.ingest import IngestResult, events_columns
+from backfill_platform.pipeline.names import quarantine_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
 from backfill_platform.pipeline.validation.verdicts import DayVerdict

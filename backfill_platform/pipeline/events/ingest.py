@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.faults import EVENTS_BEFORE_QUARANTINE, failpoint
-from backfill_platform.lakehouse.tables import RAW_NAMESPACE, ensure_table, replace_range, table_id
+from backfill_platform.lakehouse.tables import ensure_table, replace_range
 from backfill_platform.pipeline.archive.iceberg_reader import read_table_lines
 from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, UnlistedFile, list_files
 from backfill_platform.pipeline.archive.readers import read_lines
@@ -33,6 +33,7 @@ from backfill_platform.pipeline.events.parse import REASONS, parse_records
 from backfill_platform.pipeline.events.sequences import sequence_gaps
 from backfill_platform.pipeline.events.table_offsets import table_offset_gaps
 from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.grain import value_key
@@ -94,14 +95,6 @@ class IngestResult:
     @property
     def events_per_second(self) -> float:
         return self.records / self.seconds if self.seconds else 0.0
-
-
-def events_table(spark: SparkSession, spec: StreamSpec) -> str:
-    return table_id(spark, RAW_NAMESPACE, spec.events_table)
-
-
-def quarantine_table(spark: SparkSession, spec: StreamSpec) -> str:
-    return table_id(spark, RAW_NAMESPACE, spec.quarantine_table)
 
 
 # The detail of a quarantined record of a subject with an erasure request: its text is withheld.

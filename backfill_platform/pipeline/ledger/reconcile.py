@@ -38,8 +38,9 @@ from backfill_platform.pipeline.ledger.ledger import (
     ledger_table,
     partition_day,
 )
+from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.run_tags import REASON, RUN_ID
-from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
+from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 

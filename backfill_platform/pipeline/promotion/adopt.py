@@ -28,15 +28,11 @@ from backfill_platform.pipeline.ledger.commits import (
 )
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.ledger.reconcile import ADOPTED, reconcile_ledger
+from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.partitions import days_between
 from backfill_platform.pipeline.promotion.promote import fence_options
 from backfill_platform.pipeline.run_tags import REASON
-from backfill_platform.pipeline.tables.dataset_tables import (
-    conform,
-    ensure_dataset_table,
-    production_table,
-    read_range,
-)
+from backfill_platform.pipeline.tables.dataset_tables import conform, ensure_dataset_table, read_range
 from backfill_platform.specs.dataset import DatasetSpec
 
 

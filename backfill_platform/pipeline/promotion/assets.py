@@ -4,7 +4,6 @@ from collections.abc import Iterator, Sequence
 
 from dagster import (
     AssetExecutionContext,
-    AssetKey,
     AssetMaterialization,
     AssetsDefinition,
     AutomationCondition,
@@ -21,6 +20,7 @@ from backfill_platform.pipeline.erasure.proof import (
     honored_requests,
     production_erasure_verdicts,
 )
+from backfill_platform.pipeline.names import production_key, production_table, shadow_key
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_tags import (
@@ -29,9 +29,8 @@ from backfill_platform.pipeline.run_tags import (
     promotion_policy,
     run_properties,
 )
-from backfill_platform.pipeline.shadow.assets import shadow_key
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range
+from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import failing_bucket_rows, table_partition
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.verdicts import (
@@ -44,11 +43,6 @@ from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 
 PROMOTION_VERIFIED = "promotion_verified"
-
-
-def production_key(spec: DatasetSpec) -> AssetKey:
-    """`prod/<dataset>_production`: the lineage names it production, not just the dataset (its group)."""
-    return AssetKey([PROD_NAMESPACE, f"{spec.name}_production"])
 
 
 def build_production_asset(

@@ -9,7 +9,7 @@ from dagster import AssetMaterialization, Config, Failure, OpExecutionContext, R
 from pydantic import Field
 
 from backfill_platform.lakehouse.resources import SparkIcebergResource
-from backfill_platform.pipeline.promotion.assets import production_key
+from backfill_platform.pipeline.names import production_key
 from backfill_platform.pipeline.promotion.revert import Revert, revert_promotion
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import SpecSet

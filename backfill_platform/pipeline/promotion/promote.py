@@ -47,14 +47,13 @@ from backfill_platform.pipeline.ledger.commits import (
     encode_validation_runs,
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
+from backfill_platform.pipeline.names import production_table, shadow_table
 from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_problems, refusal
 from backfill_platform.pipeline.shadow.inputs import current_inputs
 from backfill_platform.pipeline.tables.dataset_tables import (
     ensure_dataset_table,
     partition_ranges,
-    production_table,
     read_range,
-    shadow_table,
 )
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,

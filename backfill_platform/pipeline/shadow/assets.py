@@ -3,15 +3,7 @@
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from dagster import (
-    AssetDep,
-    AssetExecutionContext,
-    AssetKey,
-    AssetsDefinition,
-    AutomationCondition,
-    Config,
-    Failure,
-)
+from dagster import AssetDep, AssetExecutionContext, AssetsDefinition, AutomationCondition, Config, Failure
 from pydantic import Field
 
 from backfill_platform.faults import SHADOW_BEFORE_CHECKS, failpoint
@@ -23,11 +15,16 @@ from backfill_platform.pipeline.erasure.proof import (
     honored_requests,
     shadow_erasure_verdicts,
 )
-from backfill_platform.pipeline.events.assets import events_key
-from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.commits import VERSION
 from backfill_platform.pipeline.ledger.ledger import record_validation
 from backfill_platform.pipeline.lookback_mapping import LookbackMapping
+from backfill_platform.pipeline.names import (
+    events_key,
+    events_table,
+    production_table,
+    shadow_key,
+    shadow_table,
+)
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
 from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
@@ -39,13 +36,7 @@ from backfill_platform.pipeline.shadow.validate import (
 )
 from backfill_platform.pipeline.source_window_mapping import LocalDaysMapping, SourceWindowMapping
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.tables.dataset_tables import (
-    conform,
-    ensure_dataset_table,
-    production_table,
-    read_range,
-    shadow_table,
-)
+from backfill_platform.pipeline.tables.dataset_tables import conform, ensure_dataset_table, read_range
 from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, table_partition
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
@@ -67,10 +58,6 @@ class ShadowConfig(Config):
             f"Unset: the run tag `{MAX_DIVERGENCE_TAG}` decides; without it divergence only warns."
         ),
     )
-
-
-def shadow_key(spec: DatasetSpec, version: str) -> AssetKey:
-    return AssetKey([SHADOW_NAMESPACE, spec.shadow_table(version)])
 
 
 def divergence_bound(config: ShadowConfig, tags: Mapping[str, str]) -> float | None:

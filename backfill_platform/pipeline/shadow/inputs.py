@@ -27,8 +27,8 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
-from backfill_platform.pipeline.events.ingest import events_table
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
+from backfill_platform.pipeline.names import events_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.buckets import events_values, expectations_from
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum

@@ -8,25 +8,9 @@ from datetime import date, datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from backfill_platform.lakehouse.tables import (
-    PROD_NAMESPACE,
-    SHADOW_NAMESPACE,
-    ensure_table,
-    in_range,
-    read_at,
-    table_exists,
-    table_id,
-)
+from backfill_platform.lakehouse.tables import ensure_table, in_range, read_at, table_exists
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.dataset import DatasetSpec
-
-
-def shadow_table(spark: SparkSession, spec: DatasetSpec, version: str) -> str:
-    return table_id(spark, SHADOW_NAMESPACE, spec.shadow_table(version))
-
-
-def production_table(spark: SparkSession, spec: DatasetSpec) -> str:
-    return table_id(spark, PROD_NAMESPACE, spec.name)
 
 
 def columns(spec: DatasetSpec) -> list[tuple[str, str]]:

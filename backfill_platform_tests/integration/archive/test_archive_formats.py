@@ -24,7 +24,8 @@ from pyspark.sql import functions as F
 from backfill_platform.pipeline.archive.listing import hour_of
 from backfill_platform.pipeline.archive.records import iter_lines
 from backfill_platform.pipeline.archive.stream_archive import archive_for
-from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
+from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.session import DAYS, START

@@ -15,7 +15,8 @@ from pyspark.sql import functions as F
 from backfill_platform.devtools.generator.corpus import DAY1, DAY2, INVALID_UTF8, write_corpus
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.checks import reconciliation_check
-from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
+from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.names import events_table, quarantine_table
 
 STREAM = "playback_corpus"
 START, END = DAY1, DAY2 + timedelta(days=1)

@@ -28,9 +28,9 @@ from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.iceberg_table import table_archive
 from backfill_platform.pipeline.archive.listing import list_files
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import quarantine_table
 from backfill_platform.pipeline.events.read_record import day_read_versions
 from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.names import quarantine_table
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec

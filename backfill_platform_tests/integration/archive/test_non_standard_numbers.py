@@ -27,8 +27,8 @@ from backfill_platform.devtools.generator.truth import HOUR_MS, classify_line, m
 from backfill_platform.operations.plan import build_plan, plan_summary
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
-from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.names import events_table, production_table, quarantine_table
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import dataset, promotion_chain, run

@@ -17,10 +17,10 @@ from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.operations.status import dataset_status
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
+from backfill_platform.pipeline.names import production_table, shadow_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import DAILY
 from backfill_platform_tests.support.datasets import TRANSFORMS, failed_checks, run

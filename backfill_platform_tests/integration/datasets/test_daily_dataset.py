@@ -19,13 +19,13 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import in_range, table_exists
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.names import events_table, production_table, shadow_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.gate import PromotionRefused
 from backfill_platform.pipeline.promotion.promote import compare_buckets, promote
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
-from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
+from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import actual_figures, events_figures
 from backfill_platform.pipeline.validation.divergence import compare
 from backfill_platform.specs.dataset import DatasetSpec

@@ -17,19 +17,22 @@ from pyspark.sql import functions as F
 
 from backfill_platform.devtools.generator.truth import HOUR_MS, classify_line, read_archive
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
-from backfill_platform.pipeline.events.assets import build_events_asset, events_key
-from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
+from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import ledger
-from backfill_platform.pipeline.partitions import HOUR_KEY
-from backfill_platform.pipeline.promotion.assets import (
-    PROMOTION_VERIFIED,
-    build_production_asset,
+from backfill_platform.pipeline.names import (
+    events_key,
+    events_table,
     production_key,
+    production_table,
+    quarantine_table,
+    shadow_key,
+    shadow_table,
 )
+from backfill_platform.pipeline.partitions import HOUR_KEY
+from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED, build_production_asset
 from backfill_platform.pipeline.promotion.cutover import drop_shadow, history_divergence
-from backfill_platform.pipeline.shadow.assets import build_shadow_asset, shadow_key
+from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
-from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.loader import SpecError, load_specs

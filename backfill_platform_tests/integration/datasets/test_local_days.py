@@ -20,12 +20,17 @@ from backfill_platform.devtools.generator.playback import GeneratorConfig, gener
 from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.operations.ledger_report import promotion_report
 from backfill_platform.operations.report import build_report, report_markdown
-from backfill_platform.pipeline.events.assets import build_events_asset, events_key
-from backfill_platform.pipeline.events.ingest import events_table
+from backfill_platform.pipeline.events.assets import build_events_asset
+from backfill_platform.pipeline.names import (
+    events_key,
+    events_table,
+    production_key,
+    production_table,
+    shadow_table,
+)
 from backfill_platform.pipeline.partitions import dataset_partitions
-from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED, production_key
+from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED
 from backfill_platform.pipeline.shadow.validate import CHECKSUMS, EVENTS_VALIDATED, ROW_COUNTS
-from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
 from backfill_platform.specs.stream import StreamSpec

@@ -19,8 +19,7 @@ from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import iceberg_table
 from backfill_platform.lakehouse.tables import read_at
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table, quarantine_table
-from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
+from backfill_platform.pipeline.names import events_table, production_table, quarantine_table, shadow_table
 from backfill_platform.specs.loader import builtin_spec_data, load_specs
 from backfill_platform_tests.support.cli import invoke
 from backfill_platform_tests.support.datasets import promotion_chain, run

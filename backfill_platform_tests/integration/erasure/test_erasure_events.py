@@ -25,8 +25,9 @@ from backfill_platform.pipeline.erasure.requests import (
     requests_table,
 )
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import ERASED_DETAIL, events_table, quarantine_table
+from backfill_platform.pipeline.events.ingest import ERASED_DETAIL
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
+from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.session import DAYS, START
 from backfill_platform_tests.support.streams import stream_copy
@@ -158,9 +159,9 @@ def test_the_erasure_check_blocks_a_shadow_built_on_events_that_still_hold_a_req
     truth, data_dir, spark, spark_resource, playback
 ):
     from backfill_platform.pipeline.erasure.proof import ERASURE_HONORED
+    from backfill_platform.pipeline.names import production_table, shadow_table
     from backfill_platform.pipeline.promotion.assets import build_production_asset
     from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-    from backfill_platform.pipeline.tables.dataset_tables import production_table, shadow_table
 
     stream = stream_copy(playback, data_dir, "playback_erasure_proof")
     spec = _plays_per_user("plays_per_user_erasure", stream.name)

@@ -19,9 +19,9 @@ from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import read_at, snapshot_summary, table_exists
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, ledger
+from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table
 from backfill_platform_tests.support.datasets import dataset, failed_checks, prod_state, run, settled_by_day
 from backfill_platform_tests.support.days import D2, D3, D4, utc
 from backfill_platform_tests.support.streams import stream_copy

@@ -24,14 +24,11 @@ from backfill_platform.devtools.generator.corpus import v2
 from backfill_platform.lakehouse.schema import SchemaConflict
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.events.ingest import events_table, ingest_window
+from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.names import events_table, production_table, shadow_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import (
-    ensure_dataset_table,
-    production_table,
-    shadow_table,
-)
+from backfill_platform.pipeline.tables.dataset_tables import ensure_dataset_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import builtin_spec_data

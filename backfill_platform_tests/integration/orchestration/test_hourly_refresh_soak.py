@@ -32,7 +32,7 @@ from backfill_platform.pipeline.archive.listing import hours
 from backfill_platform.pipeline.hour_mapping import read_window
 from backfill_platform.pipeline.ledger.commits import commit_days, production_commits
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
-from backfill_platform.pipeline.tables.dataset_tables import production_table
+from backfill_platform.pipeline.names import production_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data

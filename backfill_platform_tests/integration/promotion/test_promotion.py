@@ -12,13 +12,14 @@ from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import replace_range, snapshot_summary, table_exists
 from backfill_platform.pipeline.ledger.ledger import ledger
+from backfill_platform.pipeline.names import production_table, shadow_table
 from backfill_platform.pipeline.promotion.adopt import AdoptRefused, adopt
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.gate import PromotionRefused
 from backfill_platform.pipeline.promotion.promote import fence_options, promote
 from backfill_platform.pipeline.promotion.revert import RevertRefused, revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
+from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform_tests.support.datasets import (
     dataset,
@@ -426,7 +427,7 @@ def test_events_rewritten_after_their_checks_block_the_shadow(
 ):
     """A run that rewrote a day's events and died before its checks leaves an older verdict behind."""
     from backfill_platform.pipeline.events.assets import build_events_asset
-    from backfill_platform.pipeline.events.ingest import events_table
+    from backfill_platform.pipeline.names import events_table
 
     day = START + timedelta(days=4)
     stream = stream_copy(playback, data_dir, "playback_rewritten")  # events of the test's own

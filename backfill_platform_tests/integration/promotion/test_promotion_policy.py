@@ -19,12 +19,13 @@ from backfill_platform.pipeline.ledger.commits import (
     validation_runs,
 )
 from backfill_platform.pipeline.ledger.ledger import ledger
+from backfill_platform.pipeline.names import production_table, shadow_table
 from backfill_platform.pipeline.promotion.adopt import adopt
 from backfill_platform.pipeline.promotion.gate import PromotionRefused
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.tables.dataset_tables import production_table, read_range, shadow_table
+from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform_tests.support.datasets import dataset, failed_checks, run

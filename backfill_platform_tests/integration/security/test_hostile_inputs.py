@@ -47,7 +47,8 @@ def test_an_events_window_over_a_hostile_archive_stores_nothing_from_outside(spa
 
     from backfill_platform.pipeline.archive.boundary import is_refusal
     from backfill_platform.pipeline.archive.stream_archive import archive_for
-    from backfill_platform.pipeline.events.ingest import events_table, ingest_window, quarantine_table
+    from backfill_platform.pipeline.events.ingest import ingest_window
+    from backfill_platform.pipeline.names import events_table, quarantine_table
 
     folder = data_dir / "issue30_hostile"
     root, expected = hostile_archive(folder)

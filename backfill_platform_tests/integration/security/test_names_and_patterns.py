@@ -18,8 +18,9 @@ def test_drop_shadow_of_a_version_ending_in_a_newline_is_refused(spark, data_dir
     option, and every shadow is still there."""
     from backfill_platform.cli.errors import message_of
     from backfill_platform.lakehouse.tables import table_exists
+    from backfill_platform.pipeline.names import shadow_table
     from backfill_platform.pipeline.promotion.cutover import drop_shadow
-    from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, shadow_table
+    from backfill_platform.pipeline.tables.dataset_tables import columns_ddl
     from backfill_platform_tests.support.datasets import dataset
 
     spec = dataset("views_newline_names", active="v1")

@@ -114,8 +114,8 @@ def test_plan_reads_an_s3_archive(tmp_path, monkeypatch, moto):
 
 def test_adopt_from_a_missing_table_is_refused_before_anything_is_written(spark, data_dir):
     from backfill_platform.lakehouse.tables import table_exists
+    from backfill_platform.pipeline.names import production_table
     from backfill_platform.pipeline.promotion.adopt import AdoptRefused, adopt
-    from backfill_platform.pipeline.tables.dataset_tables import production_table
     from backfill_platform.specs.dataset import DatasetSpec
     from backfill_platform_tests.support.hostile import dataset
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import AssetKey
 
-from backfill_platform.pipeline.events.assets import events_key
+from backfill_platform.pipeline.names import events_key
 
 
 def test_events_key_mirrors_table(playback):
