@@ -306,12 +306,12 @@ def problem_lines(outcome: BackfillOutcome) -> list[str]:
     """`2026-10-03 quarantine_ratio 3.1% > 1%: 981 lines unknown_schema_version`, per failed day; then
     each failed step, in words when blocking checks stopped it."""
     lines = [f"{p.day} {p.check} {p.detail}" + ("" if p.blocking else " (warning)") for p in outcome.problems]
-    failed_days = sorted({p.day for p in outcome.problems if p.blocking})
+    failed_partitions = sorted({p.day for p in outcome.problems if p.blocking})
     for failure in outcome.step_failures:
         step, _, message = failure.partition(": ")
-        if CHECK_FAILURE_ERROR in message and failed_days:
+        if CHECK_FAILURE_ERROR in message and failed_partitions:
             lines.append(
-                f"step {step} stopped by the blocking checks above ({', '.join(failed_days)}): "
+                f"step {step} stopped by the blocking checks above ({', '.join(failed_partitions)}): "
                 "the steps after it did not run"
             )
         else:

@@ -49,7 +49,7 @@ from backfill_platform.pipeline.validation.buckets import (
     partition_fingerprints,
 )
 from backfill_platform.pipeline.validation.checksums import Fingerprint
-from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
@@ -154,7 +154,7 @@ def sweep(
     step(f"production's fingerprint per {grain.unit}")
     fingerprints = partition_fingerprints(production, spec, keys)
     verdicts = {
-        (v.check, v.day): v
+        (v.check, v.partition): v
         for v in [*row_count_check(keys, expected, actual), *checksum_check(spec, keys, expected, actual)]
     }
     swept = []
@@ -228,7 +228,9 @@ def partition_sweep(
     )
 
 
-def check_problems(spec: DatasetSpec, key: str, verdicts: dict[tuple[str, str], DayVerdict]) -> list[str]:
+def check_problems(
+    spec: DatasetSpec, key: str, verdicts: dict[tuple[str, str], PartitionVerdict]
+) -> list[str]:
     """The shadow checks a partition of production fails, each with why."""
     problems = []
     for check in (ROW_COUNTS, CHECKSUMS):

@@ -21,7 +21,7 @@ from backfill_platform.pipeline.erasure.requests import (
     requests_for,
     subject_hash,
 )
-from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import value_key
 from backfill_platform.specs.stream import StreamSpec
@@ -69,7 +69,7 @@ def shadow_erasure_verdicts(
     table_day: Column,
     source_events: Mapping[str, DataFrame],
     days: list[str],
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """`erasure_honored` for each day of a shadow run: `table` is the shadow's rows of the run (`table_day`
     their day key), `source_events` each source's events as the run read them."""
     requests = {s.name: requests_for(spark, s.name) for s in sources if s.subject_field}
@@ -110,7 +110,7 @@ def shadow_erasure_verdicts(
             "not_covered": ", ".join(uncovered) or "none",
             "problem": MetadataValue.text("; ".join(problems) or "none"),
         }
-        verdicts.append(DayVerdict(ERASURE_HONORED, day, not problems, metadata))
+        verdicts.append(PartitionVerdict(ERASURE_HONORED, day, not problems, metadata))
     return verdicts
 
 
@@ -121,7 +121,7 @@ def production_erasure_verdicts(
     table: DataFrame,
     table_day: Column,
     days: list[str],
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """`erasure_honored` of production's promoted days (datasets holding the subject column only)."""
     held = held_subject_column(spec, sources)
     assert held is not None, "only datasets that hold a subject column have the production check"
@@ -137,7 +137,7 @@ def production_erasure_verdicts(
             "requests_snapshot": str(requests.snapshot_id or "none"),
             "requests": MetadataValue.text(_request_ids(requests, hashes) or "none"),
         }
-        verdicts.append(DayVerdict(ERASURE_HONORED, day, rows == 0, metadata))
+        verdicts.append(PartitionVerdict(ERASURE_HONORED, day, rows == 0, metadata))
     return verdicts
 
 

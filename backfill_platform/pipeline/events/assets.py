@@ -46,7 +46,11 @@ from backfill_platform.pipeline.run_tags import (
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
-from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes, failed_days
+from backfill_platform.pipeline.validation.verdicts import (
+    PartitionVerdict,
+    failed_partitions,
+    partition_outcomes,
+)
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -94,10 +98,10 @@ def build_events_asset(
             in_range("event_time", start, window.end)
         )
         fingerprints, verdicts = _judge(session, spec, result, written, days, (start, window.end))
-        provisional = [v.day for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
+        provisional = [v.partition for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
         # Shadows of later runs only build on days whose events passed these checks, and only while the
         # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
-        failed = failed_days(verdicts)
+        failed = failed_partitions(verdicts)
         record_ingestions(
             session, spec, result, context.run.run_id, failed, fingerprints, provisional=provisional
         )
@@ -114,7 +118,7 @@ def build_events_asset(
         # whether a day is behind it, or whether a failed day would only fail again on the same files.
         for observation in read_observations(key, spec, result.files, days, listed_at):
             context.log_event(observation)
-        yield from day_outcomes(
+        yield from partition_outcomes(
             context,
             key,
             verdicts,
@@ -173,7 +177,7 @@ def _judge(
     written: DataFrame,
     days: list[str],
     interval: tuple[datetime, datetime],
-) -> tuple[dict[str, Fingerprint], list[DayVerdict]]:
+) -> tuple[dict[str, Fingerprint], list[PartitionVerdict]]:
     """Each day's fingerprint of what the run committed (`written`), and every events check's verdicts."""
     # One pass: each day's fingerprint, and the null counts the schema check needs.
     fingerprints, nulls = day_fingerprints_and_nulls(

@@ -18,7 +18,7 @@ from backfill_platform.pipeline.events.ingest import IngestResult, events_column
 from backfill_platform.pipeline.names import quarantine_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
-from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.grain import Grain, value_key
 from backfill_platform.specs.stream import StreamSpec
 
@@ -61,7 +61,7 @@ def reconciliation_check(
     written: dict[str, int],
     start: datetime,
     end: datetime,
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """records read = rows in the events table + duplicates removed + rows in quarantine + erased, per day.
 
     `written` is the events rows per day as read back from the table the run committed.
@@ -82,11 +82,11 @@ def reconciliation_check(
             "erasure_requests_snapshot": str(result.erasure.snapshot_id or "none"),
             "unaccounted": balance,
         }
-        verdicts.append(DayVerdict(RECONCILIATION, day, balance == 0, metadata))
+        verdicts.append(PartitionVerdict(RECONCILIATION, day, balance == 0, metadata))
     return verdicts
 
 
-def quarantine_ratio_check(spec: StreamSpec, result: IngestResult) -> list[DayVerdict]:
+def quarantine_ratio_check(spec: StreamSpec, result: IngestResult) -> list[PartitionVerdict]:
     """Quarantined / read within `max_quarantine_ratio`, or at most `max_quarantined_per_day` records.
 
     Either bound passes a day: a ratio alone blocks a 96-record day on one truncated line (1.04%), a
@@ -109,18 +109,18 @@ def quarantine_ratio_check(spec: StreamSpec, result: IngestResult) -> list[DayVe
             # Where to look first: the day's earliest record of each reason, with its detail and line.
             **{f"sample_{reason}": MetadataValue.text(text) for reason, text in figures.samples.items()},
         }
-        verdicts.append(DayVerdict(QUARANTINE_RATIO, day, within_ratio or within_floor, metadata))
+        verdicts.append(PartitionVerdict(QUARANTINE_RATIO, day, within_ratio or within_floor, metadata))
     return verdicts
 
 
-def records_present_check(spec: StreamSpec, result: IngestResult) -> list[DayVerdict]:
+def records_present_check(spec: StreamSpec, result: IngestResult) -> list[PartitionVerdict]:
     """A day with no archive records at all is a missing or expired archive, not a quiet day.
 
     Left unchecked it would validate trivially downstream (0 rows expected, 0 found) and a promotion
     would empty production. Streams that can have empty days say so with `allow_empty_partitions`.
     """
     return [
-        DayVerdict(
+        PartitionVerdict(
             RECORDS_PRESENT,
             day,
             figures.records > 0 or spec.allow_empty_partitions,
@@ -130,7 +130,7 @@ def records_present_check(spec: StreamSpec, result: IngestResult) -> list[DayVer
     ]
 
 
-def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[DayVerdict]:
+def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[PartitionVerdict]:
     """Every day's lateness horizon has passed and its read window has every ingestion hour.
 
     An unsettled day would validate against itself and publish an undercount as validated. With the
@@ -151,7 +151,7 @@ def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[Da
             "problem": MetadataValue.text(status.problem() or "none"),
             "proof": MetadataValue.text(status.proof),
         }
-        verdicts.append(DayVerdict(SETTLED, day, status.settled or provisional, metadata))
+        verdicts.append(PartitionVerdict(SETTLED, day, status.settled or provisional, metadata))
     return verdicts
 
 
@@ -167,7 +167,7 @@ REQUIRED_COLUMNS = (
 
 def events_schema_check(
     spec: StreamSpec, df: DataFrame, days: list[str], null_counts: dict[str, int] | None = None
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """The written events (`df`) match the latest schema; id, time and ingestion metadata are never null.
     `null_counts` (rows where each required column is null) may come from a pass the caller runs anyway."""
     return schema_verdicts(

@@ -34,7 +34,7 @@ from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import failing_bucket_rows, table_partition
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.verdicts import (
-    DayVerdict,
+    PartitionVerdict,
     check_evaluations,
     check_outputs,
     judged_materializations,
@@ -108,7 +108,7 @@ def build_production_asset(
                 "buckets_differing": len(mismatches),
                 "differences": metadata_table(*failing_bucket_rows(mismatches, "difference", 20)),
             }
-            verdicts.append(DayVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
+            verdicts.append(PartitionVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
         if holds_subject and promotion.days:
             session = spark.spark_session
             promoted = read_range(

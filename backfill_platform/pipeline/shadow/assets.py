@@ -41,7 +41,7 @@ from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, t
 from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
-from backfill_platform.pipeline.validation.verdicts import day_outcomes
+from backfill_platform.pipeline.validation.verdicts import partition_outcomes
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import format_duration
 from backfill_platform.specs.grain import Grain
@@ -142,7 +142,7 @@ def build_shadow_asset(
         )
         fingerprints = day_fingerprints_of(actual, days)
         record_validation(session, context, spec, version, snapshot, validation, fingerprints, judged)
-        yield from day_outcomes(
+        yield from partition_outcomes(
             context,
             key,
             validation.verdicts,

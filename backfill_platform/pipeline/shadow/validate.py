@@ -27,7 +27,7 @@ from backfill_platform.pipeline.validation.divergence import Divergence, compare
 from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
-from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.dataset import DatasetSpec
 
@@ -74,7 +74,7 @@ def _divergence_sample(result: Divergence, day: str) -> MetadataValue:
     return MetadataValue.text(result.notes.get(day, "no differences"))
 
 
-def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:
+def row_count_check(days: list[str], expected, actual) -> list[PartitionVerdict]:
     """Rows per bucket equal what the events imply, and the key columns are unique."""
 
     def problem(want: BucketFigures, got: BucketFigures) -> str | None:
@@ -97,11 +97,11 @@ def row_count_check(days: list[str], expected, actual) -> list[DayVerdict]:
             "expected_rows": sum(f.rows for f in expected_by_day.get(day, {}).values()),
             "failed_buckets": _sample(failing, "problem"),
         }
-        verdicts.append(DayVerdict(ROW_COUNTS, day, not failing, metadata))
+        verdicts.append(PartitionVerdict(ROW_COUNTS, day, not failing, metadata))
     return verdicts
 
 
-def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list[DayVerdict]:
+def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list[PartitionVerdict]:
     """Per-bucket sums of the aggregation columns equal the events-side sums; hash sums are recorded."""
 
     def problem(want: BucketFigures, got: BucketFigures) -> str | None:
@@ -126,7 +126,7 @@ def checksum_check(spec: DatasetSpec, days: list[str], expected, actual) -> list
             "row_hash_sum": str(sum(int(f.row_hash) for f in figures)),
             "failed_buckets": _sample(failing, "difference"),
         }
-        verdicts.append(DayVerdict(CHECKSUMS, day, not failing, metadata))
+        verdicts.append(PartitionVerdict(CHECKSUMS, day, not failing, metadata))
     return verdicts
 
 
@@ -136,7 +136,7 @@ def shadow_schema_check(
     shadow: DataFrame,
     days: list[str],
     null_keys: dict[str, int] | None = None,
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """The shadow has exactly the spec's columns and types, and no null key. `null_keys` are the range's
     null key counts when the bucket figures already counted them."""
     columns = [(name, FIELD_TYPES[kind]) for name, kind in spec.columns.items()]
@@ -151,7 +151,7 @@ def divergence_check(
     days: list[str],
     max_ratio: float | None,
     validation: ShadowValidation,
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """Rows only in the shadow, only in production, or changed; blocking only above a launched bound."""
     result = compare(shadow, production, spec, days)
     validation.divergence = result
@@ -172,16 +172,18 @@ def divergence_check(
             "sample": _divergence_sample(result, day),
         }
         if max_ratio is not None:
-            verdicts.append(DayVerdict(DIVERGENCE, day, p.ratio <= max_ratio, metadata))
+            verdicts.append(PartitionVerdict(DIVERGENCE, day, p.ratio <= max_ratio, metadata))
         else:
             # Without a bound, divergence is what the backfill is for: reported as a warning, and a
             # first promotion into an empty production is no divergence at all.
             first = p.production_rows == 0
-            verdicts.append(DayVerdict(DIVERGENCE, day, first or p.diverging == 0, metadata, blocking=False))
+            verdicts.append(
+                PartitionVerdict(DIVERGENCE, day, first or p.diverging == 0, metadata, blocking=False)
+            )
     return verdicts
 
 
-def events_validated_check(days: list[str], judged: JudgedInputs) -> list[DayVerdict]:
+def events_validated_check(days: list[str], judged: JudgedInputs) -> list[PartitionVerdict]:
     """Every source day a day reads was ingested, passed its own blocking checks (`settled` among them),
     and still holds those events: a join's day is settled only when all its inputs are.
 
@@ -213,7 +215,7 @@ def events_validated_check(days: list[str], judged: JudgedInputs) -> list[DayVer
             metadata["inputs"] = ", ".join(f"{stream} {read_day}" for stream, read_day in reads)
             for stream, fingerprint in judged.inputs[day].per_source.items():
                 metadata[f"{stream}_rows"] = fingerprint.rows
-        verdicts.append(DayVerdict(EVENTS_VALIDATED, day, not problems, metadata))
+        verdicts.append(PartitionVerdict(EVENTS_VALIDATED, day, not problems, metadata))
     return verdicts
 
 

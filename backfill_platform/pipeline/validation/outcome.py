@@ -6,19 +6,19 @@ from dataclasses import dataclass, field
 
 from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures
 from backfill_platform.pipeline.validation.divergence import Divergence
-from backfill_platform.pipeline.validation.verdicts import DayVerdict, digest, failed_days
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict, digest, failed_partitions
 
 
 @dataclass
 class ShadowValidation:
     days: list[str]
-    verdicts: list[DayVerdict] = field(default_factory=list)
+    verdicts: list[PartitionVerdict] = field(default_factory=list)
     actual: dict[Bucket, BucketFigures] = field(default_factory=dict)
     divergence: Divergence | None = None
 
     @property
     def failed(self) -> dict[str, list[str]]:
-        return failed_days(self.verdicts)
+        return failed_partitions(self.verdicts)
 
     def passed(self, day: str) -> bool:
         return day not in self.failed

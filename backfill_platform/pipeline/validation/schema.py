@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 
 # The schema check's name, for the events and for every dataset version.
 SCHEMA = "schema"
@@ -51,7 +51,7 @@ def schema_verdicts(
     days: list[str],
     null_counts: dict[str, int] | None = None,
     nulls_label: str = "null_violations",
-) -> list[DayVerdict]:
+) -> list[PartitionVerdict]:
     """The `schema` check of a stage: `df` has exactly `columns` (name, Spark SQL type) and no null in a
     `required` column. pandera validates the range's DataFrame as a whole, so every day gets the range's
     verdict; `null_counts` (required column -> null rows) may come from a pass the caller runs anyway, and
@@ -62,7 +62,7 @@ def schema_verdicts(
         nulls_label: MetadataValue.json(outcome.null_violations),
         "scope": "the range validated in this run",
     }
-    return [DayVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
+    return [PartitionVerdict(SCHEMA, day, outcome.passed, metadata) for day in days]
 
 
 def validate_schema(

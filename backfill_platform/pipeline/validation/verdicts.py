@@ -29,29 +29,30 @@ from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMateri
 
 
 @dataclass(frozen=True)
-class DayVerdict:
-    """A check's outcome for one day, with the numbers that support it."""
+class PartitionVerdict:
+    """A check's outcome for one partition (a day, a local day or an hour: the asset's grain), with the
+    numbers that support it."""
 
     check: str
-    day: str
+    partition: str
     passed: bool
     metadata: Mapping[str, Any] = field(default_factory=dict)
     blocking: bool = True  # a failure holds the day back (severity ERROR); otherwise a warning
 
 
-def failed_days(verdicts: Iterable[DayVerdict]) -> dict[str, list[str]]:
-    """Day -> the blocking checks it failed."""
+def failed_partitions(verdicts: Iterable[PartitionVerdict]) -> dict[str, list[str]]:
+    """Partition -> the blocking checks it failed."""
     failed: dict[str, list[str]] = {}
     for v in verdicts:
         if v.blocking and not v.passed:
-            failed.setdefault(v.day, []).append(v.check)
+            failed.setdefault(v.partition, []).append(v.check)
     return failed
 
 
-def digest(verdicts: Iterable[DayVerdict]) -> str:
+def digest(verdicts: Iterable[PartitionVerdict]) -> str:
     """A short fingerprint of every verdict and number, recorded on the promotion snapshot."""
     rows = [
-        (v.check, v.day, v.passed, {k: str(getattr(m, "value", m)) for k, m in v.metadata.items()})
+        (v.check, v.partition, v.passed, {k: str(getattr(m, "value", m)) for k, m in v.metadata.items()})
         for v in verdicts
     ]
     # Ordered by check, day and outcome, then by the numbers as text: two verdicts of one check and day
@@ -60,10 +61,10 @@ def digest(verdicts: Iterable[DayVerdict]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def day_outcomes(
+def partition_outcomes(
     context: AssetExecutionContext,
     key: AssetKey,
-    verdicts: list[DayVerdict],
+    verdicts: list[PartitionVerdict],
     day_metadata: Mapping[str, Mapping[str, Any]],
     range_metadata: Mapping[str, Any],
     per_day: bool,
@@ -81,7 +82,7 @@ def day_outcomes(
     """
     in_range = sorted(context.partition_keys)
     days = sorted({*extra_days, *in_range})
-    failed = failed_days(verdicts)
+    failed = failed_partitions(verdicts)
     if per_day or not failed:
         # Outside the run's partitions, a day is materialized by an event of its own (before the output).
         for day in sorted(set(extra_days) - set(in_range)):
@@ -140,7 +141,7 @@ def judged_materializations(
 
 def check_evaluations(
     key: AssetKey,
-    verdicts: list[DayVerdict],
+    verdicts: list[PartitionVerdict],
     selected: set[str],
     per_day: bool,
     targets: Mapping[str, AssetCheckEvaluationTargetMaterializationData],
@@ -150,12 +151,12 @@ def check_evaluations(
             yield AssetCheckEvaluation(
                 asset_key=key,
                 check_name=v.check,
-                partition=v.day,
+                partition=v.partition,
                 passed=v.passed,
                 severity=AssetCheckSeverity.ERROR if v.blocking else AssetCheckSeverity.WARN,
                 blocking=v.blocking and not per_day,
                 metadata=dict(v.metadata),
-                target_materialization_data=targets.get(v.day),
+                target_materialization_data=targets.get(v.partition),
             )
 
 

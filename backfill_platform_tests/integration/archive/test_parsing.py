@@ -334,7 +334,7 @@ def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_
     deliver(spec, DAY1 + timedelta(hours=5), small)
     deliver(spec, DAY2 + timedelta(hours=5), large)
     result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
-    verdicts = {v.day: v for v in quarantine_ratio_check(spec, result)}
+    verdicts = {v.partition: v for v in quarantine_ratio_check(spec, result)}
     small_day, large_day = verdicts[DAY1.date().isoformat()], verdicts[DAY2.date().isoformat()]
     assert (small_day.metadata["read"], small_day.metadata["quarantined"]) == (96, 1)
     assert small_day.passed and small_day.metadata["passed_by"] == "max_quarantined_per_day"
@@ -342,4 +342,4 @@ def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_
     assert not large_day.passed and large_day.metadata["passed_by"] == "none"
     # The ratio alone (the default floor of 0) holds the small day back too.
     strict = spec.model_copy(update={"max_quarantined_per_day": 0})
-    assert not {v.day: v for v in quarantine_ratio_check(strict, result)}[small_day.day].passed
+    assert not {v.partition: v for v in quarantine_ratio_check(strict, result)}[small_day.partition].passed

@@ -249,7 +249,7 @@ def test_rows_changed_behind_the_platforms_back_fail_that_day(
     assert set(actual) == {(day, None) for day in DAYS}
     row_counts = row_count_check(DAYS, expected, actual)
     assert row_counts and all(v.passed for v in row_counts)
-    assert [v.day for v in checksum_check(spec, DAYS, expected, actual) if not v.passed] == [BROKEN_DAY]
+    assert [v.partition for v in checksum_check(spec, DAYS, expected, actual) if not v.passed] == [BROKEN_DAY]
 
     # Production verification and divergence point at the same day, by key.
     production = read_range(spark, production_table(spark, spec), spec, D1, END)

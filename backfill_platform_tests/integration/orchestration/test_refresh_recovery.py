@@ -39,7 +39,7 @@ from backfill_platform.pipeline.archive.listing import hours
 from backfill_platform.pipeline.events.read_record import read_version, window_hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
 from backfill_platform.pipeline.partitions import backfill_policy, event_partitions, ingestion_partitions
-from backfill_platform.pipeline.validation.verdicts import DayVerdict, day_outcomes
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict, partition_outcomes
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 
 MINUTE = timedelta(minutes=1)
@@ -99,12 +99,12 @@ class Refresh:
                     versions, at = self.listed or (self.versions, time.time())
                     for day in chosen:
                         context.log_event(self.read_record(day, versions, at))
-                verdicts = [DayVerdict(check, day, True) for day in chosen]
+                verdicts = [PartitionVerdict(check, day, True) for day in chosen]
                 if warning:  # a warning check, as divergence from production
                     verdicts += [
-                        DayVerdict(warning, day, not self.diverge, {}, blocking=False) for day in chosen
+                        PartitionVerdict(warning, day, not self.diverge, {}, blocking=False) for day in chosen
                     ]
-                yield from day_outcomes(context, key, verdicts, {day: {} for day in chosen}, {}, False)
+                yield from partition_outcomes(context, key, verdicts, {day: {} for day in chosen}, {}, False)
 
             return _step
 

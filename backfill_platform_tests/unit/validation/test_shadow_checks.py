@@ -29,7 +29,7 @@ from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs
 from backfill_platform.pipeline.validation.divergence import Divergence, PartitionDivergence
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
-from backfill_platform.pipeline.validation.verdicts import DayVerdict
+from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
 
@@ -49,14 +49,14 @@ def figures(
     )
 
 
-def failed_rows(verdict: DayVerdict) -> list[list]:
+def failed_rows(verdict: PartitionVerdict) -> list[list]:
     """The failing buckets a verdict shows: [[hour, problem], ...]."""
     table = verdict.metadata["failed_buckets"]
     return [list(record.data.values()) for record in table.records]
 
 
-def only(verdicts: list[DayVerdict], day: str) -> DayVerdict:
-    [verdict] = [v for v in verdicts if v.day == day]
+def only(verdicts: list[PartitionVerdict], day: str) -> PartitionVerdict:
+    [verdict] = [v for v in verdicts if v.partition == day]
     return verdict
 
 
@@ -77,7 +77,12 @@ def test_rows_equal_to_what_the_events_imply_pass_with_the_day_s_numbers() -> No
     expected = {(DAY, 0): figures(3), (DAY, 1): figures(4), (OTHER, 0): figures(9)}
     actual = {(DAY, 0): figures(3), (DAY, 1): figures(4), (OTHER, 0): figures(9)}
     [verdict] = row_count_check([DAY], expected, actual)
-    assert (verdict.check, verdict.day, verdict.passed, verdict.blocking) == (ROW_COUNTS, DAY, True, True)
+    assert (verdict.check, verdict.partition, verdict.passed, verdict.blocking) == (
+        ROW_COUNTS,
+        DAY,
+        True,
+        True,
+    )
     assert {
         k: verdict.metadata[k] for k in ("buckets_checked", "buckets_failed", "rows", "expected_rows")
     } == {
@@ -152,7 +157,7 @@ def test_sums_equal_to_the_events_pass_and_the_day_s_sums_and_hash_sums_are_reco
         (DAY, 1): figures(1, views=1, watch=20, row_hash="5"),
     }
     [verdict] = checksum_check(SPEC, [DAY], expected, actual)
-    assert (verdict.check, verdict.day, verdict.passed) == (CHECKSUMS, DAY, True)
+    assert (verdict.check, verdict.partition, verdict.passed) == (CHECKSUMS, DAY, True)
     assert verdict.metadata["buckets_checked"] == 2 and verdict.metadata["buckets_failed"] == 0
     assert (verdict.metadata["sum_views"], verdict.metadata["sum_watch_seconds"]) == (4, 120)
     assert verdict.metadata["row_hash_sum"] == "18446744073709551620"  # exact past 64 bits
@@ -253,7 +258,7 @@ def one_source(day_rows: dict[str, dict | None], fingerprints: dict[str, Fingerp
 def test_a_day_whose_events_passed_and_are_unchanged_is_validated() -> None:
     judged = one_source({DAY: ingestion(provisional=True)}, {DAY: EVENTS})
     [verdict] = events_validated_check([DAY], judged)
-    assert (verdict.check, verdict.day, verdict.passed) == (EVENTS_VALIDATED, DAY, True)
+    assert (verdict.check, verdict.partition, verdict.passed) == (EVENTS_VALIDATED, DAY, True)
     assert verdict.metadata == {
         "events_rows": 500,
         "events_run": "ingest-1",
@@ -332,7 +337,7 @@ def compared(monkeypatch: pytest.MonkeyPatch) -> Divergence:
     return result
 
 
-def check(days: list[str], max_ratio: float | None) -> tuple[list[DayVerdict], ShadowValidation]:
+def check(days: list[str], max_ratio: float | None) -> tuple[list[PartitionVerdict], ShadowValidation]:
     validation = ShadowValidation(days=days)
     return divergence_check(SPEC, "shadow", "production", days, max_ratio, validation), validation
 
@@ -340,7 +345,12 @@ def check(days: list[str], max_ratio: float | None) -> tuple[list[DayVerdict], S
 def test_divergence_within_a_launched_bound_passes_and_above_it_blocks(compared: Divergence) -> None:
     compared.partitions[DAY] = PartitionDivergence(candidate_rows=100, production_rows=100, changed=10)  # 0.1
     [at_bound], validation = check([DAY], 0.1)
-    assert (at_bound.check, at_bound.day, at_bound.passed, at_bound.blocking) == (DIVERGENCE, DAY, True, True)
+    assert (at_bound.check, at_bound.partition, at_bound.passed, at_bound.blocking) == (
+        DIVERGENCE,
+        DAY,
+        True,
+        True,
+    )
     assert validation.divergence is compared
     [above], _ = check([DAY], 0.09)
     assert not above.passed and above.blocking

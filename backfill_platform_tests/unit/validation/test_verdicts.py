@@ -11,10 +11,10 @@ from dagster import AssetCheckSeverity, AssetKey, MetadataValue
 from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMaterializationData
 from backfill_platform.pipeline.validation.outcome import ShadowValidation
 from backfill_platform.pipeline.validation.verdicts import (
-    DayVerdict,
+    PartitionVerdict,
     check_evaluations,
     digest,
-    failed_days,
+    failed_partitions,
 )
 
 DAY1, DAY2, DAY3 = "2026-10-01", "2026-10-02", "2026-10-03"
@@ -22,44 +22,44 @@ KEY = AssetKey(["shadow", "clicks_daily"])
 
 
 def test_a_verdict_blocks_by_default_and_carries_no_numbers_unless_given() -> None:
-    verdict = DayVerdict("rows", DAY1, passed=False)
+    verdict = PartitionVerdict("rows", DAY1, passed=False)
     assert verdict.blocking is True
     assert verdict.metadata == {}
-    assert DayVerdict("rows", DAY1, False, {"rows": 3}, blocking=False).blocking is False
+    assert PartitionVerdict("rows", DAY1, False, {"rows": 3}, blocking=False).blocking is False
 
 
 def test_a_day_is_held_back_by_the_blocking_checks_it_failed_in_order() -> None:
     verdicts = [
-        DayVerdict("rows", DAY1, passed=False),
-        DayVerdict("rows", DAY2, passed=True),
-        DayVerdict("schema", DAY1, passed=False),
-        DayVerdict("divergence", DAY3, passed=False),
+        PartitionVerdict("rows", DAY1, passed=False),
+        PartitionVerdict("rows", DAY2, passed=True),
+        PartitionVerdict("schema", DAY1, passed=False),
+        PartitionVerdict("divergence", DAY3, passed=False),
     ]
-    assert failed_days(verdicts) == {DAY1: ["rows", "schema"], DAY3: ["divergence"]}
+    assert failed_partitions(verdicts) == {DAY1: ["rows", "schema"], DAY3: ["divergence"]}
 
 
 def test_a_failed_warning_or_a_passed_check_holds_no_day_back() -> None:
     verdicts = [
-        DayVerdict("divergence", DAY1, passed=False, blocking=False),
-        DayVerdict("rows", DAY1, passed=True),
-        DayVerdict("rows", DAY2, passed=True, blocking=False),
+        PartitionVerdict("divergence", DAY1, passed=False, blocking=False),
+        PartitionVerdict("rows", DAY1, passed=True),
+        PartitionVerdict("rows", DAY2, passed=True, blocking=False),
     ]
-    assert failed_days(verdicts) == {}
-    assert failed_days([]) == {}
+    assert failed_partitions(verdicts) == {}
+    assert failed_partitions([]) == {}
     # The same check failed as blocking does hold its day back.
-    assert failed_days([DayVerdict("divergence", DAY1, passed=False)]) == {DAY1: ["divergence"]}
+    assert failed_partitions([PartitionVerdict("divergence", DAY1, passed=False)]) == {DAY1: ["divergence"]}
 
 
 def test_failed_days_reads_any_iterable_once() -> None:
-    verdicts = (DayVerdict("rows", day, passed=False) for day in (DAY2, DAY1))
-    assert failed_days(verdicts) == {DAY2: ["rows"], DAY1: ["rows"]}
+    verdicts = (PartitionVerdict("rows", day, passed=False) for day in (DAY2, DAY1))
+    assert failed_partitions(verdicts) == {DAY2: ["rows"], DAY1: ["rows"]}
 
 
-def _verdicts() -> list[DayVerdict]:
+def _verdicts() -> list[PartitionVerdict]:
     return [
-        DayVerdict("rows", DAY1, True, {"rows": 10, "expected": 10}),
-        DayVerdict("rows", DAY2, False, {"rows": 9, "expected": 10}),
-        DayVerdict("divergence", DAY1, True, {"ratio": MetadataValue.float(0.0)}, blocking=False),
+        PartitionVerdict("rows", DAY1, True, {"rows": 10, "expected": 10}),
+        PartitionVerdict("rows", DAY2, False, {"rows": 9, "expected": 10}),
+        PartitionVerdict("divergence", DAY1, True, {"ratio": MetadataValue.float(0.0)}, blocking=False),
     ]
 
 
@@ -71,7 +71,7 @@ def test_the_digest_is_short_hex_and_the_same_for_the_same_verdicts_in_any_order
     assert digest([verdicts[1], verdicts[2], verdicts[0]]) == value
     assert digest(iter(verdicts)) == value
     # The order of a verdict's numbers does not matter either.
-    reordered = DayVerdict("rows", DAY1, True, {"expected": 10, "rows": 10})
+    reordered = PartitionVerdict("rows", DAY1, True, {"expected": 10, "rows": 10})
     assert digest([reordered, *verdicts[1:]]) == value
 
 
@@ -79,13 +79,13 @@ def test_the_digest_changes_with_any_verdict_or_number() -> None:
     verdicts = _verdicts()
     value = digest(verdicts)
     changed = [
-        [DayVerdict("rows", DAY1, True, {"rows": 11, "expected": 10}), *verdicts[1:]],  # a number
-        [DayVerdict("rows", DAY1, False, {"rows": 10, "expected": 10}), *verdicts[1:]],  # the outcome
-        [DayVerdict("rows", DAY3, True, {"rows": 10, "expected": 10}), *verdicts[1:]],  # the day
-        [DayVerdict("count", DAY1, True, {"rows": 10, "expected": 10}), *verdicts[1:]],  # the check
-        [DayVerdict("rows", DAY1, True, {"rows": 10}), *verdicts[1:]],  # a number left out
+        [PartitionVerdict("rows", DAY1, True, {"rows": 11, "expected": 10}), *verdicts[1:]],  # a number
+        [PartitionVerdict("rows", DAY1, False, {"rows": 10, "expected": 10}), *verdicts[1:]],  # the outcome
+        [PartitionVerdict("rows", DAY3, True, {"rows": 10, "expected": 10}), *verdicts[1:]],  # the day
+        [PartitionVerdict("count", DAY1, True, {"rows": 10, "expected": 10}), *verdicts[1:]],  # the check
+        [PartitionVerdict("rows", DAY1, True, {"rows": 10}), *verdicts[1:]],  # a number left out
         verdicts[1:],  # a verdict left out
-        [*verdicts, DayVerdict("schema", DAY1, True)],  # one more
+        [*verdicts, PartitionVerdict("schema", DAY1, True)],  # one more
     ]
     digests = [digest(other) for other in changed]
     assert value not in digests
@@ -94,16 +94,16 @@ def test_the_digest_changes_with_any_verdict_or_number() -> None:
 
 
 def test_the_digest_reads_a_metadata_value_as_the_value_it_holds() -> None:
-    plain = [DayVerdict("divergence", DAY1, True, {"ratio": 0.25, "note": "none"})]
+    plain = [PartitionVerdict("divergence", DAY1, True, {"ratio": 0.25, "note": "none"})]
     wrapped = [
-        DayVerdict(
+        PartitionVerdict(
             "divergence", DAY1, True, {"ratio": MetadataValue.float(0.25), "note": MetadataValue.text("none")}
         )
     ]
     assert digest(wrapped) == digest(plain)
-    assert digest([DayVerdict("divergence", DAY1, True, {"ratio": MetadataValue.float(0.5)})]) != digest(
-        [DayVerdict("divergence", DAY1, True, {"ratio": MetadataValue.float(0.25)})]
-    )
+    assert digest(
+        [PartitionVerdict("divergence", DAY1, True, {"ratio": MetadataValue.float(0.5)})]
+    ) != digest([PartitionVerdict("divergence", DAY1, True, {"ratio": MetadataValue.float(0.25)})])
 
 
 def _target(storage_id: int) -> AssetCheckEvaluationTargetMaterializationData:
@@ -112,9 +112,9 @@ def _target(storage_id: int) -> AssetCheckEvaluationTargetMaterializationData:
 
 def test_each_selected_verdict_is_an_evaluation_of_its_day_judging_its_materialization() -> None:
     verdicts = [
-        DayVerdict("rows", DAY1, True, {"rows": 10}),
-        DayVerdict("rows", DAY2, False, {"rows": 9}),
-        DayVerdict("divergence", DAY1, False, blocking=False),
+        PartitionVerdict("rows", DAY1, True, {"rows": 10}),
+        PartitionVerdict("rows", DAY2, False, {"rows": 9}),
+        PartitionVerdict("divergence", DAY1, False, blocking=False),
     ]
     targets = {DAY1: _target(5)}
     evaluations = list(check_evaluations(KEY, verdicts, {"rows", "divergence"}, False, targets))
@@ -130,7 +130,10 @@ def test_each_selected_verdict_is_an_evaluation_of_its_day_judging_its_materiali
 
 
 def test_a_blocking_verdict_blocks_under_all_or_nothing_only_and_a_warning_never() -> None:
-    verdicts = [DayVerdict("rows", DAY1, False), DayVerdict("divergence", DAY1, False, blocking=False)]
+    verdicts = [
+        PartitionVerdict("rows", DAY1, False),
+        PartitionVerdict("divergence", DAY1, False, blocking=False),
+    ]
     all_or_nothing = list(check_evaluations(KEY, verdicts, {"rows", "divergence"}, False, {}))
     per_day = list(check_evaluations(KEY, verdicts, {"rows", "divergence"}, True, {}))
     assert [(e.severity, e.blocking) for e in all_or_nothing] == [
@@ -145,7 +148,7 @@ def test_a_blocking_verdict_blocks_under_all_or_nothing_only_and_a_warning_never
 
 
 def test_a_check_the_run_did_not_select_reports_nothing() -> None:
-    verdicts = [DayVerdict("rows", DAY1, False), DayVerdict("divergence", DAY1, True)]
+    verdicts = [PartitionVerdict("rows", DAY1, False), PartitionVerdict("divergence", DAY1, True)]
     assert [e.check_name for e in check_evaluations(KEY, verdicts, {"divergence"}, False, {})] == [
         "divergence"
     ]
@@ -156,9 +159,9 @@ def test_a_shadow_validation_passes_a_day_unless_a_blocking_check_failed_it() ->
     validation = ShadowValidation(
         days=[DAY1, DAY2, DAY3],
         verdicts=[
-            DayVerdict("rows", DAY1, True),
-            DayVerdict("rows", DAY2, False),
-            DayVerdict("divergence", DAY3, False, blocking=False),
+            PartitionVerdict("rows", DAY1, True),
+            PartitionVerdict("rows", DAY2, False),
+            PartitionVerdict("divergence", DAY3, False, blocking=False),
         ],
     )
     assert validation.failed == {DAY2: ["rows"]}
@@ -169,7 +172,7 @@ def test_a_shadow_validation_passes_a_day_unless_a_blocking_check_failed_it() ->
 
 
 def test_two_verdicts_of_one_check_and_day_have_one_digest_in_any_order() -> None:
-    first = DayVerdict("rows", DAY1, True, {"rows": 3})
-    second = DayVerdict("rows", DAY1, True, {"rows": 4})
+    first = PartitionVerdict("rows", DAY1, True, {"rows": 3})
+    second = PartitionVerdict("rows", DAY1, True, {"rows": 4})
     assert digest([first, second]) == digest([second, first])
     assert digest([first, second]) != digest([first, first])
