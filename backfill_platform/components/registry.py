@@ -20,8 +20,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster.components.core.component_tree import ComponentTree
+from dagster.components.core.component_tree import ComponentTree, ComponentTreeException
 from dagster_shared.utils.config import discover_config_file, load_toml_as_dict
+from pydantic import ValidationError
 
 import backfill_platform
 from backfill_platform.components.dataset import Dataset
@@ -30,6 +31,7 @@ from backfill_platform.specs.loader import (
     SpecError,
     SpecSet,
     check_isolation,
+    field_path,
     load_specs,
     raise_problems,
     spec_dirs,
@@ -136,5 +138,33 @@ def project_specs(project: Project | None = None) -> SpecSet:
     importable(project)
     defs_module = importlib.import_module(project.defs_module)
     check_folder(Path(defs_module.__file__).parent)
-    components = tree_specs(ComponentTree.from_module(defs_module=defs_module, project_root=project.root))
+    tree = ComponentTree.from_module(defs_module=defs_module, project_root=project.root)
+    try:
+        components = tree_specs(tree)
+    except ComponentTreeException as error:
+        # Dagster's message draws the tree and names no field: the spec's own refusal says what is wrong.
+        raise spec_error_of(error) or error from None
     return combined(components, folder_specs(project, components))
+
+
+def spec_error_of(error: ComponentTreeException) -> SpecError | None:
+    """The refusal behind a component that did not load: the spec's own (`SpecError`), or its attributes'
+    validation errors as one `SpecError` naming the file, each field and its line; None for anything else
+    (a bug, raised as Dagster reports it)."""
+    cause = error.__cause__
+    if isinstance(cause, SpecError):
+        return cause
+    if not isinstance(cause, ValidationError):
+        return None
+    # Dagster re-raises the model's errors with each location rewritten as "attributes.x at FILE:LINE";
+    # the model's own errors (the context, in the same order) keep the field's path.
+    located, own = cause.errors(), getattr(cause.__context__, "errors", lambda: [])()
+    if len(own) != len(located):
+        return None
+    problems, path = [], None
+    for outer, inner in zip(located, own, strict=True):
+        position = (outer.get("ctx") or {}).get("source_position")
+        path = path or (position.filename if position else None)
+        line = f" (line {position.start.line})" if position else ""
+        problems.append(f"field '{field_path(inner['loc'])}': {inner['msg']}{line}")
+    return SpecError(f"{path or '<component>'}: {'; '.join(problems)}")

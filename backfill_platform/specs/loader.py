@@ -92,7 +92,7 @@ def load_spec_file(path: Path) -> Any:
     try:
         spec = model.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"field '{_field_path(err['loc'])}': {err['msg']}" for err in exc.errors())
+        problems = "; ".join(f"field '{field_path(err['loc'])}': {err['msg']}" for err in exc.errors())
         raise SpecError(f"{path}: {problems}") from None
     record_source(spec, path)
     if isinstance(spec, StreamSpec):
@@ -142,7 +142,8 @@ def spec_files(folder: Path) -> list[Path]:
     return sorted({*folder.glob("*.yaml"), *folder.rglob(COMPONENT_FILE)})
 
 
-def _field_path(loc: tuple) -> str:
+def field_path(loc: tuple) -> str:
+    """A pydantic error's location as the spec's dotted field (`archive.location`, `upcast.0.rename.to`)."""
     # pydantic marks "the key of a mapping was invalid" with a trailing '[key]' part; the path says enough.
     parts = [part for part in loc if part != "[key]"]
     # It also names the tag of a discriminated union: an upcast step's kind, after the step's index and

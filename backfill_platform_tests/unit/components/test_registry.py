@@ -70,3 +70,15 @@ def test_a_stream_declared_twice_names_the_file(tmp_path):
     path.write_text(yaml.safe_dump(component, sort_keys=False))
     with pytest.raises(SpecError, match=r"defs\.yaml: field 'name': stream 'first' is declared twice"):
         project_specs(find_project(root))
+
+
+def test_a_refused_component_names_the_file_the_field_and_its_line(tmp_path):
+    from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
+
+    project = write_project(tmp_path, [mutated(name="clicks", allowed_lateness="banana", stray=1)])
+    path = defs_folder(project.root) / "clicks" / "defs.yaml"
+    with pytest.raises(SpecError) as error:
+        load_project(project)
+    assert str(error.value).startswith(f"{path}: field 'allowed_lateness': ")
+    assert "'banana' is not a duration such as '15m', '8h' or '1d12h' (line 3)" in str(error.value)
+    assert "field 'stray': Extra inputs are not permitted (line " in str(error.value)
