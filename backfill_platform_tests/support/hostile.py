@@ -1,5 +1,5 @@
-"""What the hostile-input probes share (issue 30): the demo dataset to mutate, a folder loader that must
-refuse, a sentinel that no probe may create, and archives and YAML files built to be hostile; for secrets
+"""What the hostile-input probes share (issue 30): the demo dataset to mutate, a team's project whose load
+must refuse, a sentinel that no probe may create, and archives and YAML files built to be hostile; for secrets
 (issue 59), a REST catalog that echoes its request's headers and a search of every byte under a folder."""
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_platform.specs.loader import SpecError, builtin_spec_data, load_specs
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform.components.registry import Project
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.specs.yaml_guard import SpecError
+from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
+from backfill_platform_tests.support.specs import mutated, write_component
 
 DATASET = builtin_spec_data("views_per_title")
 # What a probe must never create: `reflect`/`java_method` probes name it, and each test checks it is absent.
@@ -26,14 +29,32 @@ def dataset(**changes) -> dict:
     return spec
 
 
-def refused_dataset(folder: Path, data: dict) -> str:
-    write_spec(folder, "playback", mutated())
-    path = write_spec(folder, "views", data)
+def project_with(parent: Path, components: dict[str, dict]) -> Project:
+    """A team's project (`write_project`) holding each spec of `components` as the component instance
+    `defs/<folder>/defs.yaml`: the folder is named apart from the spec, so a hostile name stays a value."""
+    project = write_project(parent, [])
+    for folder, spec in components.items():
+        write_component(defs_folder(project.root), folder, spec)
+    return project
+
+
+def component_file(project: Project, folder: str) -> Path:
+    """The `defs.yaml` of the project's component instance in `defs/<folder>`."""
+    return defs_folder(project.root) / folder / "defs.yaml"
+
+
+def refused(project: Project, folder: str) -> str:
+    """The project's refusal as it loads: one message, beginning with the `defs.yaml` of `folder`."""
     with pytest.raises(SpecError) as error:
-        load_specs([folder])
+        load_project(project)
     message = str(error.value)
-    assert message.startswith(f"{path}: "), message
+    assert message.startswith(f"{component_file(project, folder)}: "), message
     return message
+
+
+def refused_dataset(parent: Path, data: dict) -> str:
+    """The refusal of a project holding the demo stream and `data`, naming the dataset's file."""
+    return refused(project_with(parent, {"playback": mutated(), "views": data}), "views")
 
 
 @pytest.fixture(autouse=True)

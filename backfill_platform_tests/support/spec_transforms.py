@@ -1,14 +1,16 @@
 """A team's transform beside its spec, written three ways (a module, a package, a file in a subfolder), and a
-folder of specs whose dataset's versions name each: what the spec-reference tests load (unit/specs) and run
-on Spark's executors (integration/specs)."""
+project whose dataset's versions name each: what the spec-reference tests load (unit/specs) and run on
+Spark's executors (integration/specs)."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
+from backfill_platform.components.registry import Project
 from backfill_platform.specs.loader import builtin_spec_data
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.projects import defs_folder, write_project
+from backfill_platform_tests.support.specs import mutated
 
 TRANSFORM = textwrap.dedent(
     '''
@@ -47,11 +49,11 @@ VERSIONS = {
 }
 
 
-def write_transforms_beside_specs(folder: Path) -> None:
-    """`write_transforms`, with the demo stream's spec and views_per_title's, one version per way of naming
-    a transform (VERSIONS; the file's is active)."""
-    write_transforms(folder)
-    write_spec(folder, "playback", mutated())
+def write_transforms_beside_specs(parent: Path) -> Project:
+    """A project under `parent` holding the demo stream and views_per_title, one version per way of naming
+    a transform (VERSIONS; the file's is active), with `write_transforms` beside the dataset's defs.yaml."""
     views = builtin_spec_data("views_per_title")
     views.update(versions={k: {"transform": v} for k, v in VERSIONS.items()}, active_version="file")
-    write_spec(folder, "views", views)
+    project = write_project(parent, [mutated(), views])
+    write_transforms(defs_folder(project.root) / "views_per_title")
+    return project

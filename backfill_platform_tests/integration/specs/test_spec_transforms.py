@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from backfill_platform.specs.loader import load_specs
+from backfill_platform_tests.support.projects import load_project
 from backfill_platform_tests.support.spec_transforms import VERSIONS, write_transforms_beside_specs
 
 
 def test_a_transform_beside_the_spec_runs_its_python_udf_on_executors(tmp_path, spark):
-    write_transforms_beside_specs(tmp_path)
-    spec = load_specs([tmp_path]).datasets["views_per_title"]
+    spec = load_project(write_transforms_beside_specs(tmp_path)).datasets["views_per_title"]
     events = spark.createDataFrame(
         [("e1", datetime(2026, 10, 1, 1), "t0001"), ("e2", datetime(2026, 10, 1, 2), "t0002")],
         "event_id string, event_time timestamp, title_id string",

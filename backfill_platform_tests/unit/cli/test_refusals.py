@@ -8,34 +8,38 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from backfill_platform import settings
-from backfill_platform.specs.loader import SpecError, load_specs
+from backfill_platform.components.registry import Project
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.specs.yaml_guard import SpecError
 from backfill_platform_tests.support.hostile import (
     DATASET,
+    component_file,
     dataset,
     nothing_outside,  # noqa: F401 - an autouse fixture
+    project_with,
 )
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
+from backfill_platform_tests.support.specs import mutated
 
 PLAN = ["plan", "--stream", "relay"]
 
 
-def invoke(monkeypatch, spec_folder: Path | None, *args: str):
+def invoke(monkeypatch, project: Project | None, *args: str):
+    """The command run in `project`'s folder (the command line reads the project it is run in)."""
     from click.testing import CliRunner
 
     from backfill_platform.cli import main
 
-    if spec_folder is not None:
-        monkeypatch.setenv(settings.SPECS_ENV, str(spec_folder))
+    if project is not None:
+        monkeypatch.chdir(project.root)
     return CliRunner().invoke(main, list(args))
 
 
-def refused(monkeypatch, spec_folder: Path | None, *args: str, status: int = 1) -> str:
+def refused(monkeypatch, project: Project | None, *args: str, status: int = 1) -> str:
     """The command's answer: `Error: …` on one line (click's usage errors add their `Try … --help`)."""
-    result = invoke(monkeypatch, spec_folder, *args)
+    result = invoke(monkeypatch, project, *args)
     assert result.exit_code == status, (result.exit_code, result.output, result.exception)
     assert isinstance(result.exception, SystemExit), result.exception  # a message, not a crash
     assert "Traceback" not in result.output
@@ -44,19 +48,16 @@ def refused(monkeypatch, spec_folder: Path | None, *args: str, status: int = 1) 
     return " ".join(result.output.split())
 
 
-def relay_archive(tmp_path: Path, monkeypatch, lines: list[str]) -> Path:
-    """A stream `relay` over an archive of one hour holding `lines`, in a folder the operator allows."""
+def relay_archive(tmp_path: Path, monkeypatch, lines: list[str]) -> Project:
+    """A project whose stream `relay` reads an archive of one hour holding `lines`, in a folder the
+    operator allows."""
     root = tmp_path / "archive"
     hour = root / "2026" / "10" / "01" / "03"
     hour.mkdir(parents=True)
     (hour / "part.jsonl").write_text("".join(line + "\n" for line in lines))
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    write_spec(
-        specs, "relay", mutated(name="relay", archive__location=str(root), archive__compression="none")
-    )
     monkeypatch.setenv(settings.ARCHIVE_ROOTS_ENV, str(tmp_path))
-    return specs
+    relay = mutated(name="relay", archive__location=str(root), archive__compression="none")
+    return write_project(tmp_path, [relay])
 
 
 # --- plan ---------------------------------------------------------------------------------------------
@@ -66,8 +67,8 @@ def relay_archive(tmp_path: Path, monkeypatch, lines: list[str]) -> Path:
 def test_plan_over_a_record_nested_200000_deep_answers(tmp_path, monkeypatch):
     deep = '{"event_id":"d","event_time":"2026-10-01T03:05:00Z","x":' + "[" * 200_000 + "]" * 200_000 + "}"
     nan = '{"event_id":"n","event_time":"2026-10-01T03:06:00Z","score":NaN}'
-    specs = relay_archive(tmp_path, monkeypatch, [deep, nan])
-    result = invoke(monkeypatch, specs, *PLAN, "--start", "2026-10-01", "--end", "2026-10-02")
+    project = relay_archive(tmp_path, monkeypatch, [deep, nan])
+    result = invoke(monkeypatch, project, *PLAN, "--start", "2026-10-01", "--end", "2026-10-02")
     assert result.exit_code == 0, result.output
     output = " ".join(result.output.split())
     assert "read 1 distinct archive files" in output and "2 lines" in output
@@ -86,23 +87,23 @@ def test_the_number_sample_walks_a_deep_record_without_recursion():
 
 @pytest.mark.timeout(120)
 def test_plan_over_two_centuries_is_bounded_by_what_the_stream_holds(tmp_path, monkeypatch):
-    specs = relay_archive(tmp_path, monkeypatch, ['{"event_id":"a","event_time":"2026-10-01T03:05:00Z"}'])
+    project = relay_archive(tmp_path, monkeypatch, ['{"event_id":"a","event_time":"2026-10-01T03:05:00Z"}'])
     began = time.monotonic()
-    result = invoke(monkeypatch, specs, *PLAN, "--start", "1970-01-01", "--end", "2199-01-01")
+    result = invoke(monkeypatch, project, *PLAN, "--start", "1970-01-01", "--end", "2199-01-01")
     assert result.exit_code == 0, result.output
     assert time.monotonic() - began < 60
     output = " ".join(result.output.split())
     today = settings.now().date()
     assert "planned 2026-10-01 to " in output and "what relay holds of the range" in output
     assert f"{today}" in output and "2026-09-30" not in output and "2199" not in output.split("planned")[1]
-    before = refused(monkeypatch, specs, *PLAN, "--start", "1970-01-01", "--end", "1980-01-01")
+    before = refused(monkeypatch, project, *PLAN, "--start", "1970-01-01", "--end", "1980-01-01")
     assert "Error: relay holds no day in --start 1970-01-01 to --end 1980-01-01" in before
     assert "its days run from 2026-10-01 (first_partition)" in before
 
 
 def test_plan_of_a_missing_archive_table_is_one_line(tmp_path, monkeypatch, data_dir):
-    write_spec(tmp_path, "relay", mutated(name="relay", archive={"iceberg_table": "landing.nothing"}))
-    output = refused(monkeypatch, tmp_path, *PLAN, "--start", "2026-10-01", "--end", "2026-10-02")
+    project = write_project(tmp_path, [mutated(name="relay", archive={"iceberg_table": "landing.nothing"})])
+    output = refused(monkeypatch, project, *PLAN, "--start", "2026-10-01", "--end", "2026-10-02")
     assert "Error: archive table landing.nothing does not exist in the catalog" in output
 
 
@@ -190,21 +191,19 @@ def test_a_zone_python_knows_and_the_jvm_does_not_is_refused_at_load(tmp_path, z
     from zoneinfo import available_timezones
 
     assert zone in available_timezones()  # Python knows it: only the JVM check refuses it
-    write_spec(tmp_path, "playback", mutated())
-    path = write_spec(tmp_path, "views", dataset(partition_timezone=zone))
+    project = project_with(tmp_path, {"playback": mutated(), "views": dataset(partition_timezone=zone)})
     with pytest.raises(SpecError) as error:
-        load_specs([tmp_path])
+        load_project(project)
     message = str(error.value)
-    assert message.startswith(f"{path}: field 'partition_timezone'")
+    assert message.startswith(f"{component_file(project, 'views')}: field 'partition_timezone'")
     assert f"{zone!r} is a time zone Python knows but Spark's JVM does not" in message
 
 
 def test_a_zone_both_know_loads(tmp_path):
-    write_spec(tmp_path, "playback", mutated())
     local = dataset(partition_timezone="America/New_York", bucket="partition")
     local.pop("bucket_column", None)
-    write_spec(tmp_path, "views", local)
-    assert load_specs([tmp_path]).datasets["views_per_title"].partition_timezone == "America/New_York"
+    specs = load_project(write_project(tmp_path, [mutated(), local]))
+    assert specs.datasets["views_per_title"].partition_timezone == "America/New_York"
     assert DATASET.get("partition_timezone", "UTC") == "UTC"
 
 
@@ -247,32 +246,37 @@ def test_a_spec_file_linked_out_of_its_folder_is_refused_unread(tmp_path, name):
     host = tmp_path / "host"
     host.mkdir()
     (host / "credentials").write_text(SECRET + "\n")
-    specs = tmp_path / "specs"
-    link = specs / name
-    link.parent.mkdir(parents=True)
+    project = write_project(tmp_path, [])
+    defs = defs_folder(project.root)
+    link = defs / name
+    link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(host / "credentials")
     with pytest.raises(SpecError) as error:
-        load_specs([specs])
+        load_project(project)
     message = str(error.value)
     assert (
         message
-        == f"{link}: a link leading out of the spec folder {specs}; a spec is a file of its folder (not read)"
+        == f"{link}: a link leading out of the spec folder {defs}; a spec is a file of its folder (not read)"
     )
     assert "AKIA" not in message
 
 
 def test_a_yaml_error_names_the_line_never_quotes_it(tmp_path):
-    path = tmp_path / "broken.yaml"
-    path.write_text("kind: stream\n" + SECRET + "\n")
+    project = write_project(tmp_path, [])
+    path = defs_folder(project.root) / "broken" / "defs.yaml"
+    path.parent.mkdir()
+    path.write_text("type: backfill_platform.components.Stream\n" + SECRET + "\n")
     with pytest.raises(SpecError) as error:
-        load_specs([tmp_path])
+        load_project(project)
     message = str(error.value)
     assert message.startswith(f"{path}: line 2, column ") and "not valid YAML: " in message
     assert "AKIA" not in message and "\n" not in message
 
 
 def test_a_link_to_a_spec_inside_the_folder_still_loads(tmp_path):
-    real = write_spec(tmp_path, "relay", mutated(name="relay"))
-    (tmp_path / "nested").mkdir()
-    (tmp_path / "nested" / "defs.yaml").write_text(yaml.safe_dump({"type": "other.Component"}))
-    assert real.exists() and "relay" in load_specs([tmp_path]).streams
+    project = write_project(tmp_path, [mutated(name="relay")])
+    defs = defs_folder(project.root)
+    (defs / "shared").mkdir()
+    real = (defs / "relay" / "defs.yaml").rename(defs / "shared" / "relay.yaml")
+    (defs / "relay" / "defs.yaml").symlink_to(real)  # a link that stays inside the defs folder
+    assert real.exists() and "relay" in load_project(project).streams

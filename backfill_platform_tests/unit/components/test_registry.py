@@ -1,8 +1,8 @@
 """Which streams and datasets exist: the project's component tree, found from the working directory.
 
-A team's project (as `backfill-platform init` writes it) holds its own components and none of the demo's,
-whatever BACKFILL_PLATFORM_SPECS says; outside any project the package's own (the demo) is read, with
-those folders; a name declared twice is refused naming the file.
+A team's project (as `backfill-platform init` writes it) holds its own components and none of the demo's;
+outside any project the package's own (the demo) is read; a name declared twice is refused naming the
+file, and a component that does not validate names the file, each field and its line.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_platform import settings
 from backfill_platform.components.project import init_project
 from backfill_platform.components.registry import find_project, package_project, project_specs
-from backfill_platform.specs.loader import SpecError
-from backfill_platform_tests.support.specs import mutated, write_component, write_spec
+from backfill_platform.specs.yaml_guard import SpecError
+from backfill_platform_tests.support.specs import mutated, write_component
 
 
 def team_project(parent: Path, name: str, streams: list[str]) -> Path:
@@ -46,19 +45,16 @@ def test_outside_any_project_the_package_is_read(tmp_path):
     assert find_project(tmp_path).is_package
 
 
-def test_a_team_project_holds_its_components_and_none_of_the_demo(tmp_path, monkeypatch):
+def test_a_team_project_holds_its_components_and_none_of_the_demo(tmp_path):
     root = team_project(tmp_path, "views_project", ["views_a", "views_b"])
-    folder = tmp_path / "extra"
-    folder.mkdir()
-    # A flat spec folder: the package's project reads it, a team's does not.
-    write_spec(folder, "extra_playback", mutated(name="extra_playback"))
-    monkeypatch.setenv(settings.SPECS_ENV, str(folder))
     specs = project_specs(find_project(root))
     assert sorted(specs.streams) == ["views_a", "views_b"] and specs.datasets == {}
     assert specs.streams["views_a"]._source_path == root / "views_project" / "defs" / "views_a" / "defs.yaml"
 
     package = project_specs(package_project())
-    assert {"playback", "impressions", "extra_playback"} <= set(package.streams)
+    assert {"playback", "impressions"} <= set(package.streams) and not {"views_a", "views_b"} & set(
+        package.streams
+    )
     assert {"views_per_title", "attributed_plays"} <= set(package.datasets)
 
 

@@ -10,7 +10,8 @@ from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_ou
     hostile_archive,
     nothing_outside,
 )
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.projects import write_project
+from backfill_platform_tests.support.specs import mutated
 
 
 def test_plan_names_refused_entries_with_their_names_escaped(tmp_path):
@@ -41,14 +42,8 @@ def test_plan_over_a_hostile_archive_names_what_it_refused(tmp_path, monkeypatch
     from backfill_platform.cli import main
 
     root, expected = hostile_archive(tmp_path)
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    write_spec(
-        specs,
-        "relay",
-        mutated(name="hostile_relay", archive__location=str(root)),
-    )
-    monkeypatch.setenv("BACKFILL_PLATFORM_SPECS", str(specs))
+    project = write_project(tmp_path, [mutated(name="hostile_relay", archive__location=str(root))])
+    monkeypatch.chdir(project.root)  # the command line reads the project it is run in
     monkeypatch.setenv("BACKFILL_PLATFORM_ARCHIVE_ROOTS", str(tmp_path))  # the operator's setting
     result = CliRunner().invoke(
         main, ["plan", "--stream", "hostile_relay", "--start", "2026-10-01", "--end", "2026-10-02"]

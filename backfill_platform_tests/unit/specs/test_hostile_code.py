@@ -10,12 +10,15 @@ import pytest
 from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_outside is an autouse fixture
     DATASET,
     SENTINEL,
+    component_file,
     dataset,
     hostile_archive,
     nothing_outside,
-    refused_dataset,
+    project_with,
+    refused,
     write_yaml,
 )
+from backfill_platform_tests.support.specs import mutated
 
 # --- transforms come from the project ------------------------------------------------------------
 
@@ -23,16 +26,16 @@ from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_ou
 SIDE_EFFECT = f"from pathlib import Path\nPath({str(SENTINEL)!r}).write_text('imported')\n"
 
 
-def transform_folder(tmp_path: Path) -> Path:
-    """A spec folder with hostile neighbours: code outside it, links out of it, non-functions in it."""
-    outside = tmp_path / "x"
+def transform_folder(folder: Path) -> Path:
+    """Hostile neighbours of a spec's folder: code outside it (`../../x`), links out of it, non-functions
+    in it."""
+    outside = folder.parent.parent / "x"
     outside.mkdir()
     (outside / "mod.py").write_text(SIDE_EFFECT + "def f(events):\n    return events\n")
     (outside / "pkg").mkdir()
     (outside / "pkg" / "__init__.py").write_text(SIDE_EFFECT)
     (outside / "pkg" / "sub.py").write_text(SIDE_EFFECT + "def f(events):\n    return events\n")
-    folder = tmp_path / "team" / "specs"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "linked.py").symlink_to(outside / "mod.py")
     (folder / "linkpkg").symlink_to(outside / "pkg")
     (folder / "values.py").write_text(SIDE_EFFECT + "s = 'not a function'\nclass C:\n    pass\n")
@@ -61,9 +64,11 @@ TRANSFORM_PROBES = [
 def test_transforms_from_outside_the_project_are_refused_before_import(tmp_path, reference, words):
     import sys
 
-    folder = transform_folder(tmp_path)
+    data = dataset(versions={"v2": {"transform": reference}}, active_version="v2")
+    project = project_with(tmp_path, {"playback": mutated(), "views": data})
+    transform_folder(component_file(project, "views").parent)  # the dataset's transforms resolve beside it
     modules = set(sys.modules)
-    message = refused_dataset(folder, dataset(versions={"v2": {"transform": reference}}, active_version="v2"))
+    message = refused(project, "views")
     assert "field 'versions.v2.transform'" in message and words in message, message
     assert not {"this", "_backfill_platform_transform_values"} & (set(sys.modules) - modules)
     assert not any(name.startswith("_backfill_platform_transform_") for name in set(sys.modules) - modules)
@@ -72,7 +77,7 @@ def test_transforms_from_outside_the_project_are_refused_before_import(tmp_path,
 def test_transforms_inside_the_project_still_load(tmp_path, monkeypatch):
     from backfill_platform.specs.transforms import load_transform
 
-    folder = transform_folder(tmp_path)
+    folder = transform_folder(tmp_path / "team" / "specs")
     (folder / "code").mkdir()
     (folder / "code" / "inner.py").symlink_to(folder / "good.py")  # a link that stays inside
     spec = folder / "views.yaml"

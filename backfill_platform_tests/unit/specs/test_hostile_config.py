@@ -7,24 +7,38 @@ import itertools
 from pathlib import Path
 
 import pytest
-import yaml
 
+from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.lakehouse.tables import table_id
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.ledger import ledger as ledger_module
 from backfill_platform.specs.archive_location import ARCHIVE_ROOTS_ENV
 from backfill_platform.specs.common import check_catalog_name
-from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError, load_spec_file
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform.specs.yaml_guard import MAX_SPEC_DEPTH, check_folder
+from backfill_platform_tests.support import hostile
+from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
+from backfill_platform_tests.support.specs import mutated
+
+STREAM = "type: backfill_platform.components.Stream\nattributes:\n"
 
 
 def refused(tmp_path: Path, spec: dict) -> str:
-    path = write_spec(tmp_path, "hostile", spec)
-    with pytest.raises(SpecError) as error:
-        load_spec_file(path)
-    assert str(path) in str(error.value)
-    return str(error.value)
+    """The refusal of a project whose one component, `hostile`, is `spec`."""
+    return hostile.refused(hostile.project_with(tmp_path, {"hostile": spec}), "hostile")
+
+
+def loaded(tmp_path: Path, spec: dict) -> StreamSpec:
+    """The stream `spec`, loaded from a project of its own."""
+    return load_project(write_project(tmp_path, [spec])).streams[spec["name"]]
+
+
+def refused_yaml(tmp_path: Path, attributes: str) -> str:
+    """The refusal of a project whose Stream component `hostile` has `attributes` as its YAML text."""
+    project = write_project(tmp_path, [])
+    path = defs_folder(project.root) / "hostile" / "defs.yaml"
+    hostile.write_yaml(path.parent, path.name, STREAM + attributes)
+    return hostile.refused(project, "hostile")
 
 
 # --- archive locations ---------------------------------------------------------------------------
@@ -46,9 +60,9 @@ def test_an_outside_location_is_allowed_by_the_environment_only(tmp_path, data_d
     assert "'allow_outside_data_roots' is no longer a spec field" in message
     assert ARCHIVE_ROOTS_ENV in message
     monkeypatch.setenv(ARCHIVE_ROOTS_ENV, str(tmp_path))
-    allowed = load_spec_file(write_spec(tmp_path, "b", mutated(archive__location=str(outside))))
+    allowed = loaded(tmp_path, mutated(archive__location=str(outside)))
     assert archive_for(allowed).root == outside.resolve()
-    assert load_spec_file(write_spec(tmp_path, "c", mutated(archive__location="archive/x/../y")))
+    assert loaded(tmp_path, mutated(archive__location="archive/x/../y")).archive.location == "archive/x/../y"
     # The setting is read again when the archive is opened: withdrawn, the folder is refused there too.
     monkeypatch.delenv(ARCHIVE_ROOTS_ENV)
     with pytest.raises(ValueError, match="outside the configured data roots"):
@@ -94,34 +108,27 @@ def test_a_negative_lateness_never_reaches_a_run(data_dir):
 
 
 def test_deeply_nested_yaml_is_refused_clearly(tmp_path):
-    path = tmp_path / "deep.yaml"
-    path.write_text("kind: stream\nname: " + "[" * 100_000 + "]" * 100_000 + "\n")
-    with pytest.raises(SpecError, match=f"nested deeper than {MAX_SPEC_DEPTH} levels") as error:
-        load_spec_file(path)
-    assert str(path) in str(error.value)
+    message = refused_yaml(tmp_path, "  name: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert f"nested deeper than {MAX_SPEC_DEPTH} levels" in message
 
 
 def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
-    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
-    path = tmp_path / "bomb.yaml"
-    path.write_text("kind: stream\n" + "\n".join(lines) + "\n")
-    with pytest.raises(SpecError, match="YAML nodes"):
-        load_spec_file(path)
+    lines = ['  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    assert "YAML nodes" in refused_yaml(tmp_path, "\n".join(lines) + "\n")
 
 
 def test_a_huge_spec_file_is_refused(tmp_path):
-    path = tmp_path / "huge.yaml"
-    path.write_text("kind: stream\ndescription: " + "x" * (2 << 20) + "\n")
-    with pytest.raises(SpecError, match="larger than a spec may be"):
-        load_spec_file(path)
+    assert "larger than a spec may be" in refused_yaml(tmp_path, "  description: " + "x" * (2 << 20) + "\n")
 
 
 def test_the_demo_spec_passes_the_shape_checks():
-    from backfill_platform.specs.loader import BUILTIN_SPECS_DIR
+    import importlib
 
-    paths = sorted(BUILTIN_SPECS_DIR.rglob("defs.yaml"))
-    assert [load_spec_file(path).name for path in paths if load_spec_file(path)] == [
+    defs = importlib.import_module(package_project().defs_module)
+    check_folder(Path(defs.__file__).parent)  # what the code location runs before Dagster parses
+    specs = project_specs(package_project())
+    assert sorted([*specs.streams, *specs.datasets]) == [
         "attributed_plays",
         "impressions",
         "playback",
@@ -129,7 +136,6 @@ def test_the_demo_spec_passes_the_shape_checks():
         "plays_new_york",
         "views_per_title",
     ]
-    assert yaml  # the same safe loader reads it
 
 
 # --- catalog names and SQL literals --------------------------------------------------------------

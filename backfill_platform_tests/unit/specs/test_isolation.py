@@ -12,21 +12,33 @@ import pytest
 from backfill_platform import settings
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.specs.isolation import PLATFORM_NAMESPACES
-from backfill_platform.specs.loader import SpecError, load_specs
 from backfill_platform.specs.stream import StreamSpec
-from backfill_platform_tests.support.hostile import nothing_outside  # noqa: F401 - an autouse fixture
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_outside is an autouse fixture
+    nothing_outside,
+    project_with,
+    refused,
+)
+from backfill_platform_tests.support.projects import load_project
+from backfill_platform_tests.support.specs import mutated
 
 KAFKA_METADATA = {"topic": "victim-live"}
 
 
-def refused_folder(folder: Path, spec_file: str) -> str:
-    with pytest.raises(SpecError) as error:
-        load_specs([folder])
-    message = str(error.value)
-    assert message.startswith(str(folder / f"{spec_file}.yaml")), message
+def refused_project(parent: Path, components: dict[str, dict], failing: str) -> str:
+    """The refusal of a project of `components`, naming the `failing` one's file, on one line."""
+    message = refused(project_with(parent, components), failing)
     assert "\n" not in message and "Traceback" not in message
     return message
+
+
+def thief(parent: Path, **changes) -> str:
+    """The refusal of a project whose one stream, `thief`, has `changes`."""
+    return refused_project(parent, {"thief": mutated(name="thief", **changes)}, "thief")
+
+
+def thief_loads(parent: Path, **changes) -> StreamSpec:
+    """The stream `thief` with `changes`, loaded from a project of its own."""
+    return load_project(project_with(parent, {"thief": mutated(name="thief", **changes)})).streams["thief"]
 
 
 # --- (a) an archive is never a table the platform writes ----------------------------------------------
@@ -45,10 +57,9 @@ def refused_folder(folder: Path, spec_file: str) -> str:
     ],
 )
 def test_an_archive_table_of_the_platform_is_refused_at_load(tmp_path, table):
-    write_spec(tmp_path, "victim", mutated(name="victim"))
     archive = {"iceberg_table": table, "kafka_metadata": KAFKA_METADATA}
-    write_spec(tmp_path, "thief", mutated(name="thief", archive=archive))
-    message = refused_folder(tmp_path, "thief")
+    components = {"victim": mutated(name="victim"), "thief": mutated(name="thief", archive=archive)}
+    message = refused_project(tmp_path, components, "thief")
     namespace = table.split(".")[0]
     assert f"field 'archive.iceberg_table': Value error, archive table {table!r}" in message
     assert f"namespace {namespace!r}, which the platform writes" in message
@@ -90,10 +101,12 @@ def test_an_archive_table_changed_after_load_is_refused_when_opened(data_dir):
     ids=["live_kafka_topic", "archive_topic", "live_kinesis_stream"],
 )
 def test_a_backfill_target_that_is_another_streams_live_one_is_refused_at_load(tmp_path, victim):
-    write_spec(tmp_path, "victim", mutated(name="victim", **victim))
     field = "backfill_kinesis_streams" if "live_kinesis_stream" in victim else "backfill_kafka_topics"
-    write_spec(tmp_path, "thief", mutated(name="thief", **{field: ["thief-backfill", "victim-live"]}))
-    message = refused_folder(tmp_path, "thief")
+    components = {
+        "victim": mutated(name="victim", **victim),
+        "thief": mutated(name="thief", **{field: ["thief-backfill", "victim-live"]}),
+    }
+    message = refused_project(tmp_path, components, "thief")
     assert f"field '{field}[1]': 'victim-live' is a live" in message
     assert "of stream 'victim'" in message and "a replay never writes to a live one" in message
 
@@ -149,9 +162,11 @@ def test_the_cli_refuses_a_replay_into_another_streams_live_topic(tmp_path, monk
 
     from backfill_platform.cli import main
 
-    write_spec(tmp_path, "victim", mutated(name="victim", live_kafka_topic="victim-live"))
-    write_spec(tmp_path, "thief", mutated(name="thief", backfill_kafka_topics=["victim-live"]))
-    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
+    victim = mutated(name="victim", live_kafka_topic="victim-live")
+    project = project_with(
+        tmp_path, {"victim": victim, "thief": mutated(name="thief", backfill_kafka_topics=["victim-live"])}
+    )
+    monkeypatch.chdir(project.root)  # the command line reads the project of its working directory
     monkeypatch.setenv(settings.KAFKA_BOOTSTRAP_ENV, "127.0.0.1:1")  # never reached
     args = ["replay", "--stream", "thief", "--start", "2026-10-01", "--end", "2026-10-02"]
     result = CliRunner().invoke(main, [*args, "--to-kafka", "victim-live"])
@@ -168,33 +183,31 @@ def test_the_cli_refuses_a_replay_into_another_streams_live_topic(tmp_path, monk
 def test_a_spec_cannot_grant_itself_the_outside(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv(settings.ARCHIVE_ROOTS_ENV, raising=False)
     archive = {"location": "/etc", "allow_outside_data_roots": True}
-    write_spec(tmp_path, "thief", mutated(name="thief", archive=archive))
-    message = refused_folder(tmp_path, "thief")
+    message = thief(tmp_path, archive=archive)
     assert "'allow_outside_data_roots' is no longer a spec field" in message
     assert settings.ARCHIVE_ROOTS_ENV in message and settings.ARCHIVE_S3_BUCKETS_ENV in message
 
 
 @pytest.mark.parametrize("location", ["warehouse", "warehouse/raw/victim_events/data", ".", ""])
 def test_a_local_archive_never_reads_the_warehouse_or_the_data_directory(tmp_path, data_dir, location):
-    write_spec(tmp_path, "thief", mutated(name="thief", archive__location=location))
-    message = refused_folder(tmp_path, "thief")
+    message = thief(tmp_path, archive__location=location)
     assert "field 'archive.location'" in message
     assert "overlaps the warehouse" in message or "is the data directory itself" in message
 
 
 def test_an_s3_bucket_is_read_only_where_the_operator_allows_it(tmp_path, monkeypatch):
     monkeypatch.delenv(settings.ARCHIVE_S3_BUCKETS_ENV, raising=False)
-    write_spec(tmp_path, "thief", mutated(name="thief", archive__location="s3://payroll/exports"))
-    message = refused_folder(tmp_path, "thief")
+    message = thief(tmp_path, archive__location="s3://payroll/exports")
     assert "bucket 'payroll' is not one the operator allows archives in (allowed: none)" in message
     assert settings.ARCHIVE_S3_BUCKETS_ENV in message
     monkeypatch.setenv(settings.ARCHIVE_S3_BUCKETS_ENV, "landing, payroll/public")
-    message = refused_folder(tmp_path, "thief")
+    message = thief(tmp_path, archive__location="s3://payroll/exports")
     assert "(allowed: landing, payroll/public)" in message
-    write_spec(tmp_path, "thief", mutated(name="thief", archive__location="s3://payroll/public/clicks"))
-    assert load_specs([tmp_path]).streams["thief"].archive.s3 == ("payroll", "public/clicks")
-    write_spec(tmp_path, "thief", mutated(name="thief", archive__location="s3://payroll/publicity"))
-    assert "is not one the operator allows" in refused_folder(tmp_path, "thief")
+    assert thief_loads(tmp_path, archive__location="s3://payroll/public/clicks").archive.s3 == (
+        "payroll",
+        "public/clicks",
+    )
+    assert "is not one the operator allows" in thief(tmp_path, archive__location="s3://payroll/publicity")
 
 
 def test_an_s3_archive_never_reads_the_warehouse(tmp_path, monkeypatch):
@@ -205,10 +218,11 @@ def test_an_s3_archive_never_reads_the_warehouse(tmp_path, monkeypatch):
         "s3://lakehouse",
         "s3://lakehouse/warehouse",
     ):
-        write_spec(tmp_path, "thief", mutated(name="thief", archive__location=location))
-        assert "overlaps the warehouse the platform writes" in refused_folder(tmp_path, "thief")
-    write_spec(tmp_path, "thief", mutated(name="thief", archive__location="s3://lakehouse/landing"))
-    assert load_specs([tmp_path]).streams["thief"].archive.s3 == ("lakehouse", "landing")
+        assert "overlaps the warehouse the platform writes" in thief(tmp_path, archive__location=location)
+    assert thief_loads(tmp_path, archive__location="s3://lakehouse/landing").archive.s3 == (
+        "lakehouse",
+        "landing",
+    )
 
 
 def test_an_s3_bucket_withdrawn_by_the_operator_is_refused_when_the_archive_opens(monkeypatch):

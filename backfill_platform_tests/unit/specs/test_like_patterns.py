@@ -9,14 +9,14 @@ import time
 import pytest
 
 from backfill_platform.specs.expressions import MAX_LIKE_PATTERN_CHARS, ExpressionError, checked_condition
-from backfill_platform.specs.loader import load_specs
 from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_outside is an autouse fixture
     DATASET,
     dataset,
     nothing_outside,
     refused_dataset,
 )
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.projects import load_project, write_project
+from backfill_platform_tests.support.specs import mutated
 
 COLUMNS = ["event_type", "title_id", "user_id"]
 HOSTILE = "%a" * 20 + "%b"
@@ -60,9 +60,8 @@ def test_an_unbounded_pattern_in_an_aggregate_is_refused(tmp_path):
 )
 def test_bounded_patterns_load_and_reach_spark(tmp_path, pattern):
     rules = filter_rules(f"event_type LIKE '{pattern}' AND lower(title_id) ILIKE '{pattern}'")
-    write_spec(tmp_path, "playback", mutated())
-    write_spec(tmp_path, "views", dataset(reconciliation=rules))
-    assert load_specs([tmp_path]).datasets["views_per_title"]
+    project = write_project(tmp_path, [mutated(), dataset(reconciliation=rules)])
+    assert load_project(project).datasets["views_per_title"].reconciliation[0].filter == rules[0]["filter"]
     assert checked_condition(f"event_type LIKE '{pattern}'", COLUMNS) == f"event_type LIKE '{pattern}'"
 
 

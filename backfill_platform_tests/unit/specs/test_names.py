@@ -15,18 +15,28 @@ import pytest
 
 import backfill_platform
 from backfill_platform.specs.common import check_catalog_name, check_field_path, check_identifier
-from backfill_platform.specs.loader import SpecError, builtin_spec_data, load_spec_file
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform_tests.support.hostile import project_with, refused
+from backfill_platform_tests.support.projects import load_project
+from backfill_platform_tests.support.specs import mutated
 
 NL = "\n"
 
 
-def refused(tmp_path: Path, spec: dict) -> str:
-    path = write_spec(tmp_path, "hostile", spec)
-    with pytest.raises(SpecError) as error:
-        load_spec_file(path)
-    assert str(path) in str(error.value)
-    return str(error.value)
+def components(spec: dict) -> dict[str, dict]:
+    """A project's components around `spec`: a dataset reads the demo stream, which a stream replaces."""
+    return {"hostile": spec} if "schema_versions" in spec else {"playback": mutated(), "hostile": spec}
+
+
+def loads(tmp_path: Path, spec: dict) -> bool:
+    """Whether a project holding `spec` loads it."""
+    specs = load_project(project_with(tmp_path, components(spec)))
+    return spec["name"] in (specs.streams if "schema_versions" in spec else specs.datasets)
+
+
+def refused_spec(tmp_path: Path, spec: dict) -> str:
+    """The refusal of a project holding `spec` as its component `hostile`."""
+    return refused(project_with(tmp_path, components(spec)), "hostile")
 
 
 def _stream_with_field_key(suffix: str) -> dict:
@@ -57,8 +67,8 @@ STREAMS = {
 
 @pytest.mark.parametrize("field", STREAMS)
 def test_a_stream_name_ending_in_a_newline_is_refused_naming_the_field(tmp_path, data_dir, field):
-    assert load_spec_file(write_spec(tmp_path, "valid", STREAMS[field]("")))  # the same spec, no newline
-    message = refused(tmp_path, STREAMS[field](NL))
+    assert loads(tmp_path, STREAMS[field](""))  # the same spec, no newline
+    message = refused_spec(tmp_path, STREAMS[field](NL))
     assert f"field '{field}" in message, message
     assert "\\n" in message  # the value is shown with its newline made visible
 
@@ -97,8 +107,8 @@ DATASETS = {
 
 @pytest.mark.parametrize("field", DATASETS)
 def test_a_dataset_name_ending_in_a_newline_is_refused_naming_the_field(tmp_path, data_dir, field):
-    assert load_spec_file(write_spec(tmp_path, "valid", DATASETS[field]("")))
-    message = refused(tmp_path, DATASETS[field](NL))
+    assert loads(tmp_path, DATASETS[field](""))
+    message = refused_spec(tmp_path, DATASETS[field](NL))
     assert f"field '{field}" in message, message
 
 

@@ -10,15 +10,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, SpecError, builtin_spec_data, load_specs
+from backfill_platform.components.registry import package_project, project_specs
+from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import events_columns
 from backfill_platform.specs.transforms import SYNTHETIC_PREFIX
+from backfill_platform_tests.support import hostile
+from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
 from backfill_platform_tests.support.spec_transforms import (
     VERSIONS,
     write_transforms,
     write_transforms_beside_specs,
 )
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.specs import mutated
 
 DATASET = builtin_spec_data("views_per_title")
 
@@ -29,15 +32,10 @@ def dataset(**changes) -> dict:
     return spec
 
 
-def refused(folder: Path, failing: str, stream: dict | None = None, data: dict | None = None) -> str:
-    """Load a folder holding a stream and a dataset spec; the error must name the `failing` file."""
-    paths = {"playback": write_spec(folder, "playback", stream or mutated())}
-    paths["views"] = write_spec(folder, "views", data or dataset())
-    with pytest.raises(SpecError) as error:
-        load_specs([folder])
-    message = str(error.value)
-    assert message.startswith(f"{paths[failing]}: "), message
-    return message
+def refused(parent: Path, failing: str, stream: dict | None = None, data: dict | None = None) -> str:
+    """Load a project holding a stream and a dataset; the error must name the `failing` one's file."""
+    components = {"playback": stream or mutated(), "views": data or dataset()}
+    return hostile.refused(hostile.project_with(parent, components), failing)
 
 
 # --- stream specs -----------------------------------------------------------------------------------
@@ -134,8 +132,11 @@ def test_an_unknown_source_stream_names_the_dataset_file(tmp_path):
 
 def test_an_unknown_transform_names_the_version(tmp_path):
     versions = {"v2": {"transform": "views_beside:nothing_here"}}
-    (tmp_path / "views_beside.py").write_text("def views(events):\n    return events\n")
-    message = refused(tmp_path, "views", data=dataset(versions=versions, active_version="v2"))
+    data = dataset(versions=versions, active_version="v2")
+    project = hostile.project_with(tmp_path, {"playback": mutated(), "views": data})
+    beside = hostile.component_file(project, "views").parent / "views_beside.py"
+    beside.write_text("def views(events):\n    return events\n")
+    message = hostile.refused(project, "views")
     assert "field 'versions.v2.transform': transform 'views_beside:nothing_here' cannot be loaded" in message
     assert "has no 'nothing_here'" in message
 
@@ -145,15 +146,12 @@ def test_metadata_columns_and_spark_case_insensitivity_resolve(tmp_path):
         "filter": "Event_Type = 'start' AND _line_number > 0",
         "expression": "count(DISTINCT _source_file)",
     }
-    write_spec(tmp_path, "playback", mutated())
-    write_spec(tmp_path, "views", dataset(expected_rows=rows))
-    assert (
-        load_specs([tmp_path]).datasets["views_per_title"].expected_rows.model_dump(exclude_none=True) == rows
-    )
+    specs = load_project(write_project(tmp_path, [mutated(), dataset(expected_rows=rows)]))
+    assert specs.datasets["views_per_title"].expected_rows.model_dump(exclude_none=True) == rows
 
 
 def test_the_built_in_specs_load_with_every_reference_resolved():
-    specs = load_specs([BUILTIN_SPECS_DIR])
+    specs = project_specs(package_project())
     views = specs.datasets["views_per_title"]
     assert views._source_path.is_file() and views.versions["v2"].load_transform().__name__ == "views_v2"
     assert [name for name, _ in events_columns(specs.streams["playback"])][:3] == [
@@ -168,22 +166,19 @@ def test_the_built_in_specs_load_with_every_reference_resolved():
 
 def test_transforms_beside_the_spec_load_without_pythonpath(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    write_transforms_beside_specs(tmp_path)
-    spec = load_specs([tmp_path]).datasets["views_per_title"]
+    project = write_transforms_beside_specs(tmp_path)
+    spec = load_project(project).datasets["views_per_title"]
+    beside = spec._source_path.parent
     for name in VERSIONS:
         function = spec.versions[name].load_transform()
         assert function.__module__.startswith(SYNTHETIC_PREFIX), function.__module__
         assert function.__globals__["PREFIX"] == f"{name}:"
-        assert str(tmp_path) not in sys.path
-    # Same file, same module (stable); another folder's `team_views.py` is another module (unique).
-    again = load_specs([tmp_path]).datasets["views_per_title"].versions["module"].load_transform()
+        assert str(beside) not in sys.path
+    # Same file, same module (stable); another project's `team_views.py` is another module (unique).
+    again = load_project(project).datasets["views_per_title"].versions["module"].load_transform()
     assert again is spec.versions["module"].load_transform()
-    other = tmp_path / "other"
-    other.mkdir()
-    write_transforms(other)
-    write_spec(other, "playback", mutated())
-    write_spec(
-        other, "views", dataset(versions={"v2": {"transform": VERSIONS["module"]}}, active_version="v2")
-    )
-    theirs = load_specs([other]).datasets["views_per_title"].versions["v2"].load_transform()
+    theirs_spec = dataset(versions={"v2": {"transform": VERSIONS["module"]}}, active_version="v2")
+    other = write_project(tmp_path, [mutated(), theirs_spec])
+    write_transforms(defs_folder(other.root) / "views_per_title")
+    theirs = load_project(other).datasets["views_per_title"].versions["v2"].load_transform()
     assert theirs.__module__ != again.__module__

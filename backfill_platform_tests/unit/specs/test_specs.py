@@ -1,26 +1,22 @@
-"""Spec loading: the demo spec, every kind of invalid spec, hostile names, discovery by env var."""
+"""Spec loading: the demo spec, every kind of invalid spec, hostile names, a team's project."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from backfill_platform import settings
 from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import (
-    BUILTIN_SPECS_DIR,
-    SpecError,
-    builtin_spec_data,
-    load_spec_file,
-    load_specs,
-)
+from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.specs.yaml_guard import SpecError
+from backfill_platform_tests.support.hostile import project_with, refused
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.session import REPO_ROOT
-from backfill_platform_tests.support.specs import VALID, mutated, write_spec
+from backfill_platform_tests.support.specs import VALID, mutated
 
 
 def test_demo_spec_loads_with_its_versions():
-    spec = load_specs([BUILTIN_SPECS_DIR]).streams["playback"]
+    spec = project_specs(package_project()).streams["playback"]
     assert spec.allowed_lateness.total_seconds() == 8 * 3600
     assert [v.version for v in spec.schema_versions] == [1, 2]
     assert spec.latest.fields["device_type"] == "string"
@@ -70,11 +66,7 @@ def test_demo_spec_loads_with_its_versions():
     ],
 )
 def test_invalid_spec_names_file_field_and_reason(tmp_path, changes, field, reason):
-    path = write_spec(tmp_path, "broken", mutated(**changes))
-    with pytest.raises(SpecError) as error:
-        load_spec_file(path)
-    message = str(error.value)
-    assert str(path) in message
+    message = refused(project_with(tmp_path, {"broken": mutated(**changes)}), "broken")
     assert f"field '{field}'" in message
     assert reason in message
 
@@ -92,31 +84,21 @@ def test_invalid_spec_names_file_field_and_reason(tmp_path, changes, field, reas
     ],
 )
 def test_hostile_names_are_refused(tmp_path, changes, field):
-    path = write_spec(tmp_path, "hostile", mutated(**changes))
-    with pytest.raises(SpecError, match="not a safe identifier") as error:
-        load_spec_file(path)
-    assert f"field '{field}'" in str(error.value)
+    message = refused(project_with(tmp_path, {"hostile": mutated(**changes)}), "hostile")
+    assert "not a safe identifier" in message and f"field '{field}'" in message
 
 
-def test_user_specs_are_found_through_the_environment(tmp_path, monkeypatch):
-    write_spec(tmp_path, "clicks", mutated(name="clicks", archive__location="archive/clicks"))
-    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
-    specs = project_specs(package_project())
-    assert {"playback", "clicks"} <= set(specs.streams)
+def test_a_team_s_specs_are_the_components_of_its_project(tmp_path):
+    project = write_project(tmp_path, [mutated(name="clicks", archive__location="archive/clicks")])
+    specs = load_project(project)
+    assert list(specs.streams) == ["clicks"] and specs.datasets == {}
     assert specs.streams["clicks"].archive.location == "archive/clicks"
 
 
-def test_a_stream_declared_twice_is_refused(tmp_path, monkeypatch):
-    write_spec(tmp_path, "again", VALID)
-    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
-    with pytest.raises(SpecError, match="declared twice"):
-        project_specs(package_project())
-
-
-def test_missing_spec_folder_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path / "nowhere"))
-    with pytest.raises(SpecError, match="does not exist"):
-        project_specs(package_project())
+def test_a_stream_declared_twice_is_refused(tmp_path):
+    project = project_with(tmp_path, {"first": VALID, "again": VALID})
+    with pytest.raises(SpecError, match="field 'name': stream 'playback' is declared twice"):
+        load_project(project)
 
 
 def test_the_reference_page_is_rewritten_between_its_markers(tmp_path):

@@ -1,7 +1,7 @@
-"""One YAML guard for both routes a spec takes (specs/yaml_guard.py and the spec loader; issue 30):
-duplicate keys, alias bombs, deep nesting, huge files, Python tags, bytes that are not UTF-8 and files that
-are not regular files are refused with the file and the line, by the loader and before Dagster parses a defs
-folder."""
+"""One YAML guard for every route a spec takes (specs/yaml_guard.py; issue 30): duplicate keys, alias
+bombs, deep nesting, huge files, Python tags, bytes that are not UTF-8 and files that are not regular files
+anywhere in a defs folder are refused with the file and the line, when a project's specs load and before
+Dagster parses the folder."""
 
 from __future__ import annotations
 
@@ -10,33 +10,31 @@ from pathlib import Path
 
 import pytest
 
-from backfill_platform.specs.loader import MAX_SPEC_DEPTH, SpecError
+from backfill_platform.specs.yaml_guard import MAX_SPEC_DEPTH, SpecError
 from backfill_platform_tests.support.hostile import (  # noqa: F401 - nothing_outside is an autouse fixture
     nothing_outside,
     write_yaml,
 )
+from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
 
 BOMB = "\n".join(
     ['    a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     + [f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
 )
+STREAM = "type: backfill_platform.components.Stream\nattributes:\n"
 
 
 YAML_PROBES = {
     "duplicate key": (
-        lambda d: write_yaml(d, "dup.yaml", "kind: stream\nname: a\nname: b\n"),
-        "line 3: key 'name' appears twice in one mapping (first on line 2)",
+        lambda d: write_yaml(d, "dup/defs.yaml", STREAM + "  name: a\n  name: b\n"),
+        "line 4: key 'name' appears twice in one mapping (first on line 3)",
     ),
-    "duplicate nested key": (
-        lambda d: write_yaml(
-            d, "c/defs.yaml", "type: backfill_platform.components.Stream\nattributes:\n  a: 1\n  a: 2\n"
-        ),
-        "line 4: key 'a' appears twice",
+    "duplicate top-level key": (
+        lambda d: write_yaml(d, "top/defs.yaml", STREAM + "type: x\n"),
+        "line 3: key 'type' appears twice",
     ),
     "bomb in attributes": (
-        lambda d: write_yaml(
-            d, "b/defs.yaml", "type: backfill_platform.components.Stream\nattributes:\n" + BOMB + "\n"
-        ),
+        lambda d: write_yaml(d, "b/defs.yaml", STREAM + BOMB + "\n"),
         "YAML nodes (aliases expanded)",
     ),
     "deep nesting in attributes": (
@@ -52,22 +50,22 @@ YAML_PROBES = {
         "larger than a spec may be",
     ),
     "python tag": (
-        lambda d: write_yaml(d, "p.yaml", "kind: !!python/object/apply:os.system ['true']\n"),
+        lambda d: write_yaml(d, "p/defs.yaml", "type: !!python/object/apply:os.system ['true']\n"),
         "line 1: YAML tag",
     ),
     "not UTF-8": (
         lambda d: (
-            write_yaml(d, "u.yaml", "kind: stream\n")
-            and (d / "u.yaml").write_bytes(b"\xff\xfe")
-            and d / "u.yaml"
+            write_yaml(d, "u/defs.yaml", STREAM)
+            and (d / "u" / "defs.yaml").write_bytes(b"\xff\xfe")
+            and d / "u" / "defs.yaml"
         ),
         "not UTF-8",
     ),
     "FIFO": (lambda d: os.mkfifo(d / "f.yaml") or d / "f.yaml", "not a regular file (a FIFO)"),
     "link to /dev/zero": (
         lambda d: (d / "z.yaml").symlink_to("/dev/zero") or d / "z.yaml",
-        # The file alone is judged by what it opens; a folder's file, first as a link out of its folder.
-        ("not a regular file (a device)", "a link leading out of the spec folder"),
+        # Judged as a link out of its folder before it is opened.
+        "a link leading out of the spec folder",
     ),
     "folder named .yaml": (
         lambda d: (d / "d.yaml").mkdir() or d / "d.yaml",
@@ -79,22 +77,19 @@ YAML_PROBES = {
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("probe", list(YAML_PROBES))
 def test_hostile_yaml_is_refused_on_both_routes_with_file_and_line(tmp_path, probe):
-    from backfill_platform.specs.loader import load_spec_file
     from backfill_platform.specs.yaml_guard import check_folder
 
     make, words = YAML_PROBES[probe]
-    path = make(tmp_path)
-    with pytest.raises(SpecError) as loader_route:
-        load_spec_file(path)
+    project = write_project(tmp_path, [])
+    defs = defs_folder(project.root)
+    path = make(defs)
+    with pytest.raises(SpecError) as project_route:  # the CLI's and the jobs' specs
+        load_project(project)
     with pytest.raises(SpecError) as components_route:  # what definitions.py runs before Dagster parses
-        check_folder(tmp_path)
-    for error in (loader_route, components_route):
+        check_folder(defs)
+    for error in (project_route, components_route):
         message = str(error.value)
-        assert message.startswith(f"{path}: ") and any(w in message for w in _alternatives(words)), message
-
-
-def _alternatives(words: str | tuple[str, ...]) -> tuple[str, ...]:
-    return words if isinstance(words, tuple) else (words,)
+        assert message.startswith(f"{path}: ") and words in message, message
 
 
 def test_the_components_route_checks_before_dagster_parses():
