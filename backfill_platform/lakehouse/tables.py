@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse import snapshots
 from backfill_platform.lakehouse.refusals import explain_refusal, refusal_reason
-from backfill_platform.lakehouse.schema import evolve_table
+from backfill_platform.lakehouse.schema import evolve_table, rename_columns
 from backfill_platform.specs.common import check_catalog_name, check_identifier
 
 # The namespaces the platform writes: named where a spec's archive table is refused them.
@@ -50,13 +50,15 @@ def ensure_table(
     columns: Sequence[tuple[str, str]],
     partitioned_by: str | None = None,
     properties: Mapping[str, str] | None = None,
+    renamed: Mapping[str, str] | None = None,
 ) -> None:
     """Create the table with `(name, Spark SQL type)` columns, or add those an existing one lacks.
 
     The one way every table is created and evolved: data tables (partitioned) and the ledger tables.
     A spec that gained a field must not fail the write (Spark refuses extra columns) nor lose the field:
     see `schema.evolve_table`, which also refuses a changed column type with a clear error, and lets
-    concurrent runs add the same columns.
+    concurrent runs add the same columns. `renamed` ({old: new}) renames the columns of an existing
+    table first (`schema.rename_columns`): added as new, `new` would read null in every older row.
     """
     namespace = identifier.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
@@ -75,6 +77,7 @@ def ensure_table(
             raise
         # Not `from error`: the Java error quotes the server unmasked, and Dagster stores a step's causes.
         raise explain_refusal(spark, identifier, reason) from None
+    rename_columns(spark, identifier, renamed or {})
     evolve_table(spark, identifier, columns)
 
 

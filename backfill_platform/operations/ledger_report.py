@@ -15,8 +15,8 @@ from backfill_platform.pipeline.validation.divergence import Divergence
 
 def ledger_key() -> Column:
     """A ledger row's partition key as a column (`ledger.key_of_row`: rows from before hours have only
-    their day)."""
-    return F.coalesce(F.col("partition_key"), F.date_format("partition", "yyyy-MM-dd"))
+    their date)."""
+    return F.coalesce(F.col("partition_key"), F.date_format("partition_date", "yyyy-MM-dd"))
 
 
 def promotion_report(spark: SparkSession, dataset: str, version: str) -> Table:

@@ -4,6 +4,10 @@
 (the same catalog Spark writes) and never start a JVM. Rows come back as plain dicts; `latest` picks
 each partition's latest row by the rule the platform's own gate uses (`ledger.latest`). Partitions are
 named by their keys (`2026-10-01`, or `2026-10-01-14:00` for an hour: `ledger.key_of_row`).
+
+A ledger that no Spark run of this version has opened yet still has its old column names
+(`ledger.RENAMED_COLUMNS`): its rows are read under the new ones. Renaming is left to Spark's
+`ensure_ledger`, so `status` and `plan` stay readers.
 """
 
 from __future__ import annotations
@@ -13,13 +17,19 @@ from typing import Any
 
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE
 from backfill_platform.pipeline.ledger.latest import latest_key
-from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE, key_of_row
+from backfill_platform.pipeline.ledger.ledger import (
+    INGESTIONS_TABLE,
+    LEDGER_TABLE,
+    RENAMED_COLUMNS,
+    key_of_row,
+)
 
 Row = dict[str, Any]
 
 
 def read_rows(catalog: Any, table: str, column: str, value: str) -> list[Row]:
-    """Rows of `platform.<table>` whose `column` equals `value`; none when the table does not exist yet."""
+    """Rows of `platform.<table>` whose `column` equals `value`, under the current column names; none when
+    the table does not exist yet."""
     from pyiceberg.exceptions import NoSuchTableError
     from pyiceberg.expressions import EqualTo
 
@@ -27,7 +37,17 @@ def read_rows(catalog: Any, table: str, column: str, value: str) -> list[Row]:
         loaded = catalog.load_table((PLATFORM_NAMESPACE, table))
     except NoSuchTableError:
         return []
-    return loaded.scan(row_filter=EqualTo(column, value)).to_arrow().to_pylist()
+    found = loaded.scan(row_filter=EqualTo(column, value)).to_arrow()
+    return found.rename_columns(current_names(found.column_names)).to_pylist()
+
+
+def current_names(columns: list[str]) -> list[str]:
+    """`columns` of a ledger table with the renamed ones (`RENAMED_COLUMNS`) under their new names; a
+    table already renamed is read as it is."""
+    return [
+        RENAMED_COLUMNS[name] if name in RENAMED_COLUMNS and RENAMED_COLUMNS[name] not in columns else name
+        for name in columns
+    ]
 
 
 def ledger_rows(catalog: Any, dataset: str) -> list[Row]:

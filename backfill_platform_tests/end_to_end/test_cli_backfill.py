@@ -132,9 +132,9 @@ def test_ledger_holds_the_counts_of_every_day_and_the_promotion(
         )
         .collect()
     )
-    assert sorted(row["partition"].isoformat() for row in rows) == DAYS_OF_RANGE
+    assert sorted(row["partition_date"].isoformat() for row in rows) == DAYS_OF_RANGE
     for row in rows:
-        day = row["partition"].isoformat()
+        day = row["partition_date"].isoformat()
         expected = truth["partitions"][day]
         assert row["checks_passed"] is True, (day, row["failed_checks"])
         assert row["records"] == expected["records"], day

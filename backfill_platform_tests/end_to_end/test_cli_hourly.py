@@ -72,7 +72,9 @@ def test_an_hourly_backfill_promotes_exactly_the_hours_its_times_touch(hourly_ba
     assert hourly_backfill.exit_code == 0, hourly_backfill.output
     assert "promoted 2 hour(s)" in hourly_backfill.output
     # D2's hours only: the policy test below may have written hours of another day first.
-    ledger = spark.table(LEDGER).where((F.col("dataset") == DATASET) & (F.col("partition") == D2)).collect()
+    ledger = (
+        spark.table(LEDGER).where((F.col("dataset") == DATASET) & (F.col("partition_date") == D2)).collect()
+    )
     assert sorted(r.partition_key for r in ledger) == HOURS
     for row in ledger:
         cells = table_row(hourly_backfill.output, row.partition_key)

@@ -163,7 +163,7 @@ def test_backfill_promotes_and_the_report_matches_ledger_and_production(backfill
     assert backfill_result.exit_code == 0
     snapshot = current_snapshot_id(spark, PRODUCTION)
     rows = {
-        r["partition"].isoformat(): r
+        r["partition_date"].isoformat(): r
         for r in ledger_rows(spark, DATASET)
         if r["version"] == "v2" and r["promoted_snapshot_id"] is not None
     }
@@ -203,7 +203,7 @@ def test_dry_run_validates_and_leaves_production_untouched(dry_run, spark):
     assert result.exit_code == 0
     assert current_snapshot_id(spark, PRODUCTION) == before
     assert spark.table(PRODUCTION).where(F.col("event_date") == DRY_RUN_DAY).count() == 0
-    validated = [r for r in ledger_rows(spark, DATASET) if r["partition"].isoformat() == DRY_RUN_DAY]
+    validated = [r for r in ledger_rows(spark, DATASET) if r["partition_date"].isoformat() == DRY_RUN_DAY]
     assert [(r["checks_passed"], r["promoted_snapshot_id"]) for r in validated] == [(True, None)]
     assert table_row(result.output, DRY_RUN_DAY)[-1] == "dry run"
     assert "dry run: production untouched" in result.output

@@ -172,7 +172,7 @@ def current_ledger(lakehouse: Lakehouse) -> dict[str, dict]:
     latest: dict[str, dict] = {}
     for row in sorted(rows, key=latest_key):
         if row["dataset"] == "views_per_title" and row["version"] == "v2":
-            latest[row["partition"].isoformat()] = row
+            latest[row["partition_date"].isoformat()] = row
     return latest
 
 

@@ -87,9 +87,9 @@ def test_graphql_backfill_rederives_and_promotes_the_range(views_backfill: dict,
         )
         .collect()
     )
-    assert sorted(row["partition"].isoformat() for row in rows) == DAYS, rows
+    assert sorted(row["partition_date"].isoformat() for row in rows) == DAYS, rows
     for row in rows:
-        day = row["partition"].isoformat()
+        day = row["partition_date"].isoformat()
         assert row["run_id"] == run["runId"], day
         assert row["checks_passed"] is True, (day, row["failed_checks"])
         assert row["records"] == truth["partitions"][day]["records"], day
@@ -142,7 +142,7 @@ def test_the_join_backfills_its_selected_days_only(views_backfill: dict, dagster
     for identifier in (INGESTIONS, LEDGER, production("attributed_plays").table):
         spark.sql(f"REFRESH TABLE {identifier}")
     ingested = {
-        row["partition"].isoformat(): row
+        row["partition_date"].isoformat(): row
         for row in spark.table(INGESTIONS).where(F.col("stream") == "impressions").collect()
     }
     assert sorted(ingested) == [JOIN_DAY_BEFORE, *DAYS]
@@ -150,7 +150,7 @@ def test_the_join_backfills_its_selected_days_only(views_backfill: dict, dagster
     promoted = spark.table(LEDGER).where(
         (F.col("dataset") == "attributed_plays") & (F.col("promotion_run_id") == run["runId"])
     )
-    assert sorted(r["partition"].isoformat() for r in promoted.collect()) == DAYS
+    assert sorted(r["partition_date"].isoformat() for r in promoted.collect()) == DAYS
     per_day = spark.table(production("attributed_plays").table).groupBy("play_date").count().collect()
     assert sorted(r["play_date"].isoformat() for r in per_day) == DAYS
     assert all(r["count"] > 0 for r in per_day)

@@ -55,7 +55,7 @@ def facts(spark, name: str, version: str) -> dict[str, tuple]:
     """Day → (promoted snapshot, promotion run, reverted snapshot) of the latest row of each day."""
     rows = ledger(spark, name).where(F.col("version") == version).orderBy(*LATEST_ORDER).collect()
     return {
-        r["partition"].isoformat(): (
+        r["partition_date"].isoformat(): (
             r["promoted_snapshot_id"],
             r["promotion_run_id"],
             r["reverted_snapshot_id"],
@@ -109,7 +109,7 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
         read_range(spark, production_table(spark, spec), spec, D1, D3, adopted), spec, [D1, D2]
     )
     assert {
-        r["partition"].isoformat(): Fingerprint.recorded(r.asDict(), "shadow") for r in rows
+        r["partition_date"].isoformat(): Fingerprint.recorded(r.asDict(), "shadow") for r in rows
     } == production
     assert {(r["run_id"], r["promoted_snapshot_id"], r["promotion_run_id"], r["reason"]) for r in rows} == {
         (f"adopt-{adopted}", adopted, "tester", "legacy")
@@ -222,7 +222,7 @@ def fresh_facts(spark, data_dir: Path, name: str) -> dict[str, tuple]:
         .collect()
     )
     return {
-        r["partition"].isoformat(): (
+        r["partition_date"].isoformat(): (
             r["promoted_snapshot_id"],
             r["promotion_run_id"],
             r["reverted_snapshot_id"],
@@ -237,7 +237,7 @@ def test_every_reader_takes_the_same_row_of_a_day_whose_runs_tie_on_recorded_at(
     name, at = "views_truth_tie", datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
     for run_id, passed in (("run-a", True), ("run-b", False), ("run-0", True)):  # one commit each
         row = LedgerRow(
-            dataset=name, version="v2", partition=D1, run_id=run_id, recorded_at=at, stream="playback",
+            dataset=name, version="v2", partition_date=D1, run_id=run_id, recorded_at=at, stream="playback",
             checks_passed=passed,
         )  # fmt: skip
         append(spark, [row], LedgerRow)
@@ -246,7 +246,7 @@ def test_every_reader_takes_the_same_row_of_a_day_whose_runs_tie_on_recorded_at(
 
     gate = latest_shadow_rows(spark, name, "v2", [D1])[D1.isoformat()]
     status = latest(ledger_rows(open_catalog(), name))[D1.isoformat()]
-    [report] = latest_per(ledger(spark, name), "partition").collect()
+    [report] = latest_per(ledger(spark, name), "partition_date").collect()
     assert gate["run_id"] == status["run_id"] == report["run_id"] == "run-b"
     assert gate["checks_passed"] is status["checks_passed"] is report["checks_passed"] is False
 

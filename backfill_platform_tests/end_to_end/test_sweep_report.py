@@ -51,7 +51,7 @@ def promoted(sweep_env, spark) -> list:
     result = invoke("backfill", "--dataset", DATASET, "--start", DAYS[0], "--end", "2026-10-04")
     assert result.exit_code == 0
     rows = spark.table(LEDGER).where(F.col("dataset") == DATASET).collect()
-    assert sorted(r["partition"].isoformat() for r in rows) == DAYS
+    assert sorted(r["partition_date"].isoformat() for r in rows) == DAYS
     return rows
 
 
@@ -123,10 +123,10 @@ def test_report_of_the_run_prints_the_ledgers_numbers(report, promoted):
     assert written.startswith(f"# Backfill report: {run_id}\n")
     assert "## views_sweep" in written
     for row in promoted:
-        cells = markdown_rows(written, row["partition"].isoformat())
+        cells = markdown_rows(written, row["partition_date"].isoformat())
         assert len(cells) == 1
         expected = [
-            row["partition"].isoformat(), "v2", run_id, f"{row['records']:,}", f"{row['events_written']:,}",
+            row["partition_date"].isoformat(), "v2", run_id, f"{row['records']:,}", f"{row['events_written']:,}",
             f"{row['duplicates']:,}", f"{row['quarantined']:,}", f"{row['erased']:,}", f"{row['late']:,}",
             f"{row['shadow_rows']:,}", row["shadow_row_hash"], f"{row['diverging_rows']:,}", "passed",
             str(row["promoted_snapshot_id"]), f"{row['promoted_at']:%Y-%m-%d %H:%M:%S} UTC",

@@ -439,7 +439,7 @@ def test_production_read_back_through_the_rest_catalog_then_reverted(
 
     ledger = catalog.load_table("platform.ledger").scan().to_arrow().to_pylist()
     rows = {
-        row["partition"].isoformat(): row
+        row["partition_date"].isoformat(): row
         for row in ledger
         if row["dataset"] == DATASET and row["version"] == "v2" and row["run_id"] == run_id
     }

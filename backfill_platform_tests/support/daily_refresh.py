@@ -353,11 +353,11 @@ def lake_state(spark: SparkSession, data_dir: Path, dataset: str, days: list[dat
     session = lakehouse_session(spark, data_dir)
     production = table_id(session, PROD_NAMESPACE, dataset)
     session.sql(f"REFRESH TABLE {production}")
-    rows = ledger(session, dataset).where(F.col("partition").isin(days)).collect()
+    rows = ledger(session, dataset).where(F.col("partition_date").isin(days)).collect()
     prod_rows = session.table(production).where(F.col("event_date").isin(days)).collect()
     state = {}
     for day in days:
-        mine = [r for r in rows if r["partition"] == day]
+        mine = [r for r in rows if r["partition_date"] == day]
         promoted = [
             r for r in mine if r["promoted_snapshot_id"] is not None and r["reverted_snapshot_id"] is None
         ]

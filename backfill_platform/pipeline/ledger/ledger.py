@@ -35,7 +35,7 @@ from backfill_platform.specs.grain import value_key
 @dataclass
 class IngestionRow:
     stream: str
-    partition: date
+    partition_date: date
     run_id: str
     recorded_at: datetime
     archive_files: int
@@ -55,8 +55,8 @@ class IngestionRow:
     # Wall time of the whole events run that recorded this day (every day of a range run carries the
     # same value): with the run's records, the throughput `backfill-platform plan` estimates from.
     run_seconds: float | None = None
-    # The Dagster partition key (`2026-10-01`, or `2026-10-01-14:00` for an hour); `partition` is the UTC
-    # day it starts on. Null in rows recorded before hours: their key is `partition`.
+    # The Dagster partition key (`2026-10-01`, or `2026-10-01-14:00` for an hour); `partition_date` is the
+    # date it names (`partition_date()`). Null in rows recorded before hours: their key is that date.
     partition_key: str | None = None
     # Records of subjects with an erasure request, and the requests' snapshot the run honored (null in rows
     # recorded before erasure, and when no request was ever filed).
@@ -68,7 +68,7 @@ class IngestionRow:
 class LedgerRow:
     dataset: str
     version: str
-    partition: date
+    partition_date: date
     run_id: str
     recorded_at: datetime
     stream: str
@@ -144,6 +144,10 @@ def ddl(row_type: type) -> str:
 # The tables' names in the platform namespace, for Spark (here) and PyIceberg (`operations.ledger_view`).
 INGESTIONS_TABLE = "ingestions"
 LEDGER_TABLE = "ledger"
+# Columns of both tables renamed since they were first written, {old: new}: `ensure_ledger` renames them
+# once in place; `operations.ledger_view` reads a table not yet renamed under the new names.
+# `partition` held the date a partition key names, not the partition (that is `partition_key`).
+RENAMED_COLUMNS = {"partition": "partition_date"}
 
 
 def ingestions_table(spark: SparkSession) -> str:
@@ -155,10 +159,11 @@ def ledger_table(spark: SparkSession) -> str:
 
 
 def ensure_ledger(spark: SparkSession) -> None:
-    """Create the ledger tables, or add the columns a newer version of the platform records.
+    """Create the ledger tables, or bring older ones up to the columns this version of the platform records.
 
-    Columns are only ever added (Iceberg schema evolution, `lakehouse.tables.ensure_table` as for every
-    table), so older rows stay readable with nulls. When both tables exist with every column (the usual
+    Columns are only ever added or renamed (Iceberg schema evolution, `lakehouse.tables.ensure_table` as
+    for every table): added ones read null in older rows, renamed ones (`RENAMED_COLUMNS`, renamed once
+    in place, metadata only) keep every row's value. When both tables exist with every column (the usual
     case) this is two metadata reads in the driver, not DDL statements and table scans' planning.
     """
     tables = ((ingestions_table(spark), IngestionRow), (ledger_table(spark), LedgerRow))
@@ -167,17 +172,21 @@ def ensure_ledger(spark: SparkSession) -> None:
     for identifier, row_type in tables:
         # Rows are keyed: MERGEs of different rows need not conflict with concurrent appends.
         ensure_table(
-            spark, identifier, row_columns(row_type), properties={"write.merge.isolation-level": "snapshot"}
+            spark,
+            identifier,
+            row_columns(row_type),
+            properties={"write.merge.isolation-level": "snapshot"},
+            renamed=RENAMED_COLUMNS,
         )
 
 
 def _complete(spark: SparkSession, identifier: str, row_type: type) -> bool:
-    """The table exists and has a column for every field of `row_type`."""
+    """The table exists, has a column for every field of `row_type` and none of the names renamed since."""
     try:
         present = top_level_columns(spark, identifier)
     except AnalysisException:  # no such table (or namespace): created by the caller
         return False
-    return all(f.name in present for f in fields(row_type))
+    return all(f.name in present for f in fields(row_type)) and not present & RENAMED_COLUMNS.keys()
 
 
 def append(spark: SparkSession, rows: list, row_type: type) -> None:
@@ -196,15 +205,15 @@ def recorded_now() -> datetime:
     return datetime.now(UTC)
 
 
-def partition_day(key: str | date) -> date:
-    """The ledger's `partition` of a partition key: a day's own date (a time zone's day for a local-day
-    dataset), an hour's UTC day."""
+def partition_date(key: str | date) -> date:
+    """The ledger's `partition_date` of a partition key: the date it names, a day's own date (a time
+    zone's day for a local-day dataset), an hour's UTC day."""
     return key if isinstance(key, date) else date.fromisoformat(key[:10])
 
 
 def key_of_row(record: dict) -> str:
-    """A ledger row's partition key (rows from before hours have only their day)."""
-    return record.get("partition_key") or record["partition"].isoformat()
+    """A ledger row's partition key (rows from before hours have only their date)."""
+    return record.get("partition_key") or record["partition_date"].isoformat()
 
 
 def _latest_per_day(df: DataFrame, keys: list[str]) -> dict[str, dict]:
@@ -212,9 +221,9 @@ def _latest_per_day(df: DataFrame, keys: list[str]) -> dict[str, dict]:
     run that covered it (a handful), so the rows are collected and picked here: one scan, no shuffle for
     a window."""
     wanted = {value_key(key) for key in keys}  # a day may be given as a date
-    days = sorted({partition_day(key) for key in wanted})
+    dates = sorted({partition_date(key) for key in wanted})
     latest: dict[str, dict] = {}
-    for row in df.where(F.col("partition").isin(days)).collect():
+    for row in df.where(F.col("partition_date").isin(dates)).collect():
         record = row.asDict()
         day = key_of_row(record)
         if day not in wanted:
@@ -264,7 +273,7 @@ def record_ingestions(
         [
             IngestionRow(
                 stream=spec.name,
-                partition=partition_day(day),
+                partition_date=partition_date(day),
                 partition_key=day,
                 run_id=run_id,
                 recorded_at=recorded,
@@ -312,7 +321,7 @@ def record_validation(
             LedgerRow(
                 dataset=spec.name,
                 version=version,
-                partition=partition_day(day),
+                partition_date=partition_date(day),
                 partition_key=day,
                 run_id=context.run.run_id,
                 recorded_at=recorded,

@@ -36,7 +36,7 @@ from backfill_platform.pipeline.ledger.ledger import (
     key_of_row,
     ledger,
     ledger_table,
-    partition_day,
+    partition_date,
 )
 from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.run_tags import REASON, RUN_ID
@@ -109,7 +109,7 @@ def reconcile_ledger(spark: SparkSession, spec: DatasetSpec) -> Reconciliation:
         for r in ledger(spark, spec.name)
         .select(
             "version",
-            "partition",
+            "partition_date",
             "partition_key",
             "run_id",
             "recorded_at",
@@ -132,7 +132,7 @@ def reconcile_ledger(spark: SparkSession, spec: DatasetSpec) -> Reconciliation:
         fixed = LedgerRow(
             spec.name,
             version,
-            partition_day(partition_key),
+            partition_date(partition_key),
             run_id,
             recorded_at=row["recorded_at"],
             stream=row["stream"],
@@ -166,7 +166,7 @@ def adopted_rows(
         LedgerRow(
             dataset=spec.name,
             version=ADOPTED,
-            partition=partition_day(day),
+            partition_date=partition_date(day),
             partition_key=day,
             run_id=run_id,
             recorded_at=commit["committed_at"],
@@ -194,9 +194,9 @@ def merge(spark: SparkSession, rows: list[tuple[LedgerRow, bool]]) -> None:
     try:
         spark.sql(
             f"MERGE INTO {ledger_table(spark)} t USING {view} s "
-            # Rows recorded before hours have no partition_key: theirs is their day.
-            "ON t.dataset = s.dataset AND t.version = s.version AND t.partition = s.partition "
-            "AND coalesce(t.partition_key, cast(t.partition AS string)) = s.partition_key "
+            # Rows recorded before hours have no partition_key: theirs is their date.
+            "ON t.dataset = s.dataset AND t.version = s.version AND t.partition_date = s.partition_date "
+            "AND coalesce(t.partition_key, cast(t.partition_date AS string)) = s.partition_key "
             "AND t.run_id = s.run_id "
             f"WHEN MATCHED AND NOT s._insert THEN UPDATE SET {updates} "
             f"WHEN NOT MATCHED AND s._insert THEN INSERT ({', '.join(columns)}) "

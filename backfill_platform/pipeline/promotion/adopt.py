@@ -132,7 +132,7 @@ def adopted_rows_by_day(spark: SparkSession, spec: DatasetSpec, snapshot_id: int
     rows = (
         ledger(spark, spec.name)
         .where((F.col("version") == ADOPTED) & (F.col("run_id") == f"adopt-{snapshot_id}"))
-        .select("partition", "shadow_rows")
+        .select("partition_date", "shadow_rows")
         .collect()
     )
-    return {r["partition"].isoformat(): int(r["shadow_rows"]) for r in sorted(rows)}
+    return {r["partition_date"].isoformat(): int(r["shadow_rows"]) for r in sorted(rows)}

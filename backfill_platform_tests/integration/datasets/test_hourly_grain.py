@@ -195,7 +195,7 @@ def test_a_bad_transform_between_two_times_is_re_derived_and_promoted_for_exactl
     rows = ledger(spark, DATASET).collect()
     keys = {v: sorted({r.partition_key for r in rows if r.version == v}) for v in ("v1", "v2")}
     assert keys == {"v1": BAD_KEYS, "v2": HOUR_KEYS}
-    assert {r.partition for r in rows} == {D2}
+    assert {r.partition_date for r in rows} == {D2}
     assert {r.promoted_snapshot_id for r in rows if r.version == "v1"} == {promoted}
 
 
@@ -242,7 +242,7 @@ def test_an_hourly_stream_holds_each_hour_of_the_archive_in_hour_partitions(
 
     ingested = spark.table(INGESTIONS).where(F.col("stream") == STREAM).collect()
     assert sorted({r.partition_key for r in ingested}) == HOUR_KEYS
-    assert {r.partition for r in ingested} == {D2}
+    assert {r.partition_date for r in ingested} == {D2}
     assert {r.partition_key: r.written for r in ingested} == {k: archive[k][0] for k in HOUR_KEYS}
 
 

@@ -130,7 +130,7 @@ def test_a_daily_dataset_of_a_zone_equals_its_local_days_of_hourly_events(
     assert {day for day, _ in actual} == set(local_days)
     ledger = spark.table(LEDGER).where(f"dataset = '{name}'").collect()
     assert sorted({r.partition_key for r in ledger}) == local_days
-    assert {r.partition.isoformat() for r in ledger} == set(local_days)  # the local day, not a UTC one
+    assert {r.partition_date.isoformat() for r in ledger} == set(local_days)  # the local day, not a UTC one
     # Each day records the UTC hours it read (issue 61), and `ledger` and `report` show them.
     read = {r.partition_key: r.input_partitions for r in ledger}
     assert read[dst_day] == f"{stream.name}={hours}"

@@ -83,7 +83,7 @@ def test_an_unsettled_day_is_blocked_or_promoted_as_provisional(
     assert settled[D3.isoformat()].passed and not settled[D3.isoformat()].metadata["provisional"].value
     assert settled[D4.isoformat()].passed and settled[D4.isoformat()].metadata["provisional"].value
     rows = {
-        r["partition"]: r["provisional"]
+        r["partition_date"]: r["provisional"]
         for r in ledger(spark, spec.name).where(F.col("promoted_snapshot_id").isNotNull()).collect()
     }
     assert rows == {D3: False, D4: True}

@@ -50,9 +50,9 @@ def test_v1_bug_is_caught_per_bucket_and_v2_passes(ready, spark, spark_resource,
     v2 = run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2)
     assert v2.success and failed_checks(v2) <= {"divergence_vs_production"}  # production is empty: warning
     rows = {
-        (r["version"], r["partition"].isoformat()): r
+        (r["version"], r["partition_date"].isoformat()): r
         for r in ledger(spark, "views_bug")
-        .select("version", "partition", "checks_passed", "events_written")
+        .select("version", "partition_date", "checks_passed", "events_written")
         .collect()
     }
     assert not rows[("v1", D1.isoformat())]["checks_passed"] and rows[("v2", D1.isoformat())]["checks_passed"]
@@ -303,7 +303,7 @@ def test_ledger_tables_gain_columns_added_by_a_newer_version(spark, tmp_path):
     schema = {field.name: field.dataType.simpleString() for field in lakehouse.table(table).schema}
     assert schema == dict(row_columns(IngestionRow))
     assert schema["events_snapshot_id"] == "bigint" and schema["recorded_at"] == "timestamp"
-    assert schema["partition"] == "date" and schema["run_seconds"] == "double"
+    assert schema["partition_date"] == "date" and schema["run_seconds"] == "double"
 
 
 def test_a_row_field_without_a_column_type_is_refused():

@@ -104,7 +104,7 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
     assert sorted(runs) == [d1, d3] and set(runs.values()) == {shadow_run.run_id}
     assert VALIDATION_RUNS in summary
     rows = {
-        r["partition"].isoformat(): r
+        r["partition_date"].isoformat(): r
         for r in ledger(spark, spec.name).where(F.col("version") == "flaky").collect()
     }
     assert rows[d1]["promoted_snapshot_id"] == rows[d3]["promoted_snapshot_id"] == promotion.snapshot_id
@@ -118,7 +118,7 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
     assert revert_summary[DAYS] == f"{d1},{d3}"
     assert int(revert_summary["parent-id"]) == promotion.snapshot_id
     after = {
-        r["partition"].isoformat(): r
+        r["partition_date"].isoformat(): r
         for r in ledger(spark, spec.name).where(F.col("version") == "flaky").collect()
     }
     assert after[d1]["reverted_snapshot_id"] == after[d3]["reverted_snapshot_id"] == reverted.snapshot_id

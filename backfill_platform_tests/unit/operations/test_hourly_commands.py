@@ -33,7 +33,7 @@ def hourly_dataset() -> DatasetSpec:
 
 def validation(key: str, run: str, passed: bool = True, promoted: int | None = None) -> dict:
     row = LedgerRow(
-        dataset="views_per_title", version="v2", partition=DAY, run_id=run, recorded_at=RECORDED,
+        dataset="views_per_title", version="v2", partition_date=DAY, run_id=run, recorded_at=RECORDED,
         stream="playback", checks_passed=passed, failed_checks=None if passed else "['checksums_per_bucket']",
         events_rows=10, events_row_hash="7", shadow_rows=3, promoted_snapshot_id=promoted,
         promoted_at=RECORDED if promoted else None, promotion_run_id="p1" if promoted else None,
@@ -44,7 +44,7 @@ def validation(key: str, run: str, passed: bool = True, promoted: int | None = N
 
 def ingestion(key: str) -> dict:
     row = IngestionRow(
-        stream="playback", partition=DAY, run_id="e1", recorded_at=RECORDED - timedelta(hours=1),
+        stream="playback", partition_date=DAY, run_id="e1", recorded_at=RECORDED - timedelta(hours=1),
         archive_files=2, records=10, written=10, duplicates=0, conflicting_ids=0, quarantined=0, late=0,
         events_snapshot_id=1, checks_passed=True, failed_checks=None, events_rows=10, events_row_hash="7",
         partition_key=key,
@@ -184,7 +184,7 @@ def test_status_judges_a_day_rolled_up_from_hours_by_their_fingerprints(monkeypa
     day = "2026-11-01"  # summer time ends: 04:00 UTC to 05:00 UTC the next day
     hours = [(datetime(2026, 11, 1, 4, tzinfo=UTC) + timedelta(hours=h)).strftime("%Y-%m-%d-%H:%M") for h in range(25)]  # fmt: skip
     recorded = validation(day, "v1", promoted=41) | {
-        "dataset": spec.name, "version": "v1", "stream": "playback_hourly", "partition": date(2026, 11, 1),
+        "dataset": spec.name, "version": "v1", "stream": "playback_hourly", "partition_date": date(2026, 11, 1),
         "inputs": f"playback_hourly={10 * 25}/{7 * 25}",
     }  # fmt: skip
     later = RECORDED + timedelta(hours=2)  # every hour re-derived after the validation
