@@ -18,22 +18,20 @@ from rich.table import Table
 from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.operations.ledger_view import Row, production_label
 from backfill_platform.pipeline.names import events_key, production_key, shadow_key
-from backfill_platform.pipeline.run_tags import (
-    ALL_OR_NOTHING,
-    PER_DAY,
+from backfill_platform.pipeline.run_settings import (
+    PARTITIONS_BEFORE_TAG,
     PROMOTION_POLICY_TAG,
-    REASON_TAG,
-    SOURCE_DAYS_BEFORE_TAG,
-    TICKET_TAG,
-    source_days_before_tag,
+    PromotionPolicy,
+    partitions_before_tag,
 )
+from backfill_platform.pipeline.run_tags import REASON_TAG, TICKET_TAG
 from backfill_platform.pipeline.shadow.inputs import source_days
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
-POLICIES = {"all": ALL_OR_NOTHING, "per-day": PER_DAY}
+POLICIES = {"all": PromotionPolicy.all_or_nothing, "per-day": PromotionPolicy.per_day}
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class BackfillRequest:
     reason: str | None = None
     ticket: str | None = None
     dry_run: bool = False
-    policy: str = ALL_OR_NOTHING
+    policy: PromotionPolicy = PromotionPolicy.all_or_nothing
     log_level: str = "CRITICAL"  # failures are reported from the run's events, not its log
     # Every source of a dataset with several (`stream` is the first); the range re-derives each one's
     # events, and the run ingests the source days a lookback reads before the range, unless they are
@@ -129,11 +127,11 @@ class BackfillRequest:
         tags = {
             ASSET_PARTITION_RANGE_START_TAG: keys[0],
             ASSET_PARTITION_RANGE_END_TAG: keys[-1],
-            PROMOTION_POLICY_TAG: self.policy,
+            PROMOTION_POLICY_TAG: self.policy.value,
         }
         if self.days_before and with_days_before:
             counts = {stream: len(days) for stream, days in self.days_before.items()}
-            tags[SOURCE_DAYS_BEFORE_TAG] = source_days_before_tag(counts)
+            tags[PARTITIONS_BEFORE_TAG] = partitions_before_tag(counts)
         tags |= {REASON_TAG: self.reason} if self.reason else {}
         return tags | ({TICKET_TAG: self.ticket} if self.ticket else {})
 

@@ -28,7 +28,7 @@ from backfill_platform import settings
 from backfill_platform.operations import graphql
 from backfill_platform.operations.graphql import GraphQLClient, SubmitError
 from backfill_platform.orchestration.dagster_home import write_dagster_home
-from backfill_platform.pipeline.run_tags import SOURCE_DAYS_BEFORE_TAG
+from backfill_platform.pipeline.run_settings import PARTITIONS_BEFORE_TAG
 from backfill_platform_tests.support.processes import free_port, stop, wait_until
 from backfill_platform_tests.support.session import REPO_ROOT
 
@@ -65,7 +65,7 @@ JOIN_DAY_BEFORE, JOIN_DAY_AFTER = "2026-10-01", "2026-10-05"
 VIEWS_BACKFILL_TAGS = {
     "backfill_platform/reason": "graphql test",
     "backfill_platform/ticket": "T-1",
-    SOURCE_DAYS_BEFORE_TAG: "impressions=1",
+    PARTITIONS_BEFORE_TAG: "impressions=1",
 }
 
 

@@ -37,12 +37,8 @@ from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, re
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
 from backfill_platform.pipeline.names import archive_key, events_key, events_table
 from backfill_platform.pipeline.partitions import partition_of, run_partitions_are_mine
-from backfill_platform.pipeline.run_tags import (
-    PER_DAY,
-    promotion_policy,
-    run_properties,
-    source_days_before,
-)
+from backfill_platform.pipeline.run_settings import PARTITIONS_BEFORE_TAG, EventsConfig, step_settings
+from backfill_platform.pipeline.run_tags import run_properties
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
@@ -74,13 +70,16 @@ def build_events_asset(
         # overlapping runs never leave a day with one run's events and the other's quarantine.
         pool=f"ingest_{spec.name}",
     )
-    def _events(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
+    def _events(
+        context: AssetExecutionContext, config: EventsConfig, spark: SparkIcebergResource
+    ) -> Iterator:
         run_partitions_are_mine(context)
         window = context.partition_time_window
-        per_day = promotion_policy(context.run.tags) == PER_DAY
+        told = step_settings(context, config, spec.name)  # what the run is told (`settings` is the clock)
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
         archive = archive_for(spec)
-        session, start, files, before = _what_to_read(context, spark, spec, key, archive)
+        before_count = told.partitions_before_of(spec.name)
+        session, start, files, before = _what_to_read(context, spark, spec, key, archive, before_count)
         # As of one snapshot of the requests, recorded on the commits and the ledger rows it produced.
         erasure = requests_for(session, spec.name) if spec.subject_field else NO_REQUESTS
         properties = {**run_properties(context), **erasure.property()}
@@ -124,7 +123,7 @@ def build_events_asset(
             verdicts,
             day_metadata,
             {"table": events_table(session, spec), "snapshot_id": str(result.events_snapshot_id)},
-            per_day,
+            told.per_partition,
             extra_days=before.ingest,
         )
 
@@ -142,8 +141,8 @@ def _description(spec: StreamSpec) -> str:
         "exactly that range in one commit. Each day is checked on its own; a day is only "
         "materialized once it passed, and only once it is settled (its lateness horizon passed "
         "and no ingestion hour is missing). A dataset backfill whose lookback reads days before its "
-        "range (run tag `backfill_platform/source_days_before`) has this step ingest them too, in "
-        "the same run, unless they are already ingested, passed and unchanged."
+        f"range (run tag `{PARTITIONS_BEFORE_TAG}`, or this asset's config `partitions_before`) has "
+        "this step ingest them too, in the same run, unless they are already ingested, passed and unchanged."
     )
 
 
@@ -153,11 +152,12 @@ def _what_to_read(
     spec: StreamSpec,
     key: AssetKey,
     archive: Archive,
+    before_count: int,
 ) -> tuple[Any, datetime, list[ArchiveFile], DaysBefore]:
-    """The session, the window's start and the archive files the run reads, and the days before the
-    range it ingests too (a dataset backfill's lookback reads them: ingested here unless already good)."""
+    """The session, the window's start and the archive files the run reads, and the `before_count`
+    partitions before the range it ingests too (a dataset backfill's lookback reads them: ingested here
+    unless already good)."""
     window = context.partition_time_window
-    before_count = source_days_before(context.run.tags, spec.name)
     files = window_files(spec, archive, window.start - before_count * spec.grain.length, window.end)
     # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
     session = spark.session_for_read(sum(f.size for f in files))

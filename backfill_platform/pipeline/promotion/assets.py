@@ -23,12 +23,13 @@ from backfill_platform.pipeline.erasure.proof import (
 from backfill_platform.pipeline.names import production_key, production_table, shadow_key
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.promotion.promote import promote
-from backfill_platform.pipeline.run_tags import (
-    PER_DAY,
+from backfill_platform.pipeline.run_settings import (
     PROMOTION_POLICY_TAG,
-    promotion_policy,
-    run_properties,
+    ProductionConfig,
+    PromotionPolicy,
+    step_settings,
 )
+from backfill_platform.pipeline.run_tags import run_properties
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import failing_bucket_rows, table_partition
@@ -73,59 +74,62 @@ def build_production_asset(
             f"promotion — one Iceberg commit that replaces the range with the validated partitions of "
             f"shadow {version}. Refuses days whose blocking checks did not pass on the shadow's "
             "current data, or whose events changed since. One bad day holds back the whole range, "
-            f"unless the run tag `{PROMOTION_POLICY_TAG}` is `{PER_DAY}`: then the validated days are "
+            f"unless the run tag `{PROMOTION_POLICY_TAG}` (or this asset's config `promotion_policy`) is "
+            f"`{PromotionPolicy.per_day}`: then the validated days are "
             "promoted in one commit and the others are held back and reported." + local_days_note(spec)
         ),
         metadata={"table": f"{PROD_NAMESPACE}.{spec.name}", "active_version": version},
         # One promotion per table at a time: a backfill and a live refresh queue instead of racing.
         pool=f"promote_{spec.name}",
     )
-    def _production(context: AssetExecutionContext, spark: SparkIcebergResource) -> Iterator:
+    def _production(
+        context: AssetExecutionContext, config: ProductionConfig, spark: SparkIcebergResource
+    ) -> Iterator:
         start, end, _ = window_partitions(context)
-        per_day = promotion_policy(context.run.tags) == PER_DAY
+        per_day = step_settings(context, config).per_partition
         # The production commit names the requests its rows honor (the shadow's check proved them).
         properties = {**run_properties(context), **honored_requests(spark.spark_session, sources)}
         promotion = promote(spark.spark_session, spec, sources, start, end, properties, per_day=per_day)
         revert = f"backfill-platform revert --dataset {spec.name} --snapshot {promotion.snapshot_id}"
-        for day in promotion.days:
+        for partition in promotion.partitions:
             yield AssetMaterialization(
                 asset_key=key,
-                partition=day,
+                partition=partition,
                 metadata={
-                    "rows": promotion.rows_by_day[day],
+                    "rows": promotion.rows_by_partition[partition],
                     "snapshot_id": str(promotion.snapshot_id),
                     "previous_snapshot_id": str(promotion.previous_snapshot_id),
                     "shadow_snapshot_id": str(promotion.shadow_snapshot_id),
                     "version": version,
-                    "provisional": day in promotion.provisional_days,
+                    "provisional": partition in promotion.provisional_partitions,
                     "revert": MetadataValue.text(revert),
                 },
             )
         verdicts = []
-        for day in promotion.days:
-            mismatches = {b: p for b, p in promotion.mismatched_buckets.items() if b[0] == day}
+        for partition in promotion.partitions:
+            mismatches = {b: d for b, d in promotion.mismatched_buckets.items() if b[0] == partition}
             metadata = {
                 "buckets_differing": len(mismatches),
                 "differences": metadata_table(*failing_bucket_rows(mismatches, "difference", 20)),
             }
-            verdicts.append(PartitionVerdict(PROMOTION_VERIFIED, day, not mismatches, metadata))
-        if holds_subject and promotion.days:
+            verdicts.append(PartitionVerdict(PROMOTION_VERIFIED, partition, not mismatches, metadata))
+        if holds_subject and promotion.partitions:
             session = spark.spark_session
             promoted = read_range(
                 session, production_table(session, spec), spec, start, end, promotion.snapshot_id
             )
             verdicts += production_erasure_verdicts(
-                session, spec, sources, promoted, table_partition(spec), promotion.days
+                session, spec, sources, promoted, table_partition(spec), promotion.partitions
             )
         selected = {check.name for check in context.selected_asset_check_keys}
-        targets = judged_materializations(context, key, promotion.days)
+        targets = judged_materializations(context, key, promotion.partitions)
         yield from check_evaluations(key, verdicts, selected, per_day, targets)
         yield from check_outputs(context)
         if promotion.held_back:
-            held = "; ".join(f"{day}: {reason}" for day, reason in sorted(promotion.held_back.items()))
+            held = "; ".join(f"{p}: {reason}" for p, reason in sorted(promotion.held_back.items()))
             raise Failure(
                 description=(
-                    f"promoted {len(promotion.days)} {spec.grain.plural} of {spec.name} in snapshot "
+                    f"promoted {len(promotion.partitions)} {spec.grain.plural} of {spec.name} in snapshot "
                     f"{promotion.snapshot_id}; "
                     f"held back {len(promotion.held_back)}: {held}"
                 ),

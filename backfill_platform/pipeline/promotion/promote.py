@@ -68,7 +68,8 @@ from backfill_platform.specs.stream import StreamSpec
 
 @dataclass
 class Promotion:
-    """What one promotion published (`days`), what it held back and why, and how production compares."""
+    """What one promotion published (`partitions`: their keys, days or hours of the dataset's grain), what
+    it held back and why, and how production compares."""
 
     dataset: str
     version: str
@@ -78,20 +79,20 @@ class Promotion:
     previous_snapshot_id: int | None
     shadow_snapshot_id: int | None
     rows: int
-    # (day, hour) → difference between production and the shadow after the commit; promoted days only.
+    # (partition, bucket) → difference between production and the shadow after the commit; promoted only.
     mismatched_buckets: dict[Bucket, str] = field(default_factory=dict)
-    days: list[str] = field(default_factory=list)
-    held_back: dict[str, str] = field(default_factory=dict)
-    rows_by_day: dict[str, int] = field(default_factory=dict)
-    provisional_days: list[str] = field(default_factory=list)
+    partitions: list[str] = field(default_factory=list)
+    held_back: dict[str, str] = field(default_factory=dict)  # partition key -> why
+    rows_by_partition: dict[str, int] = field(default_factory=dict)
+    provisional_partitions: list[str] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
         return not self.mismatched_buckets
 
-    def day_verified(self, day: str) -> bool:
-        """Production equals the shadow in every bucket of this promoted day."""
-        return day in self.days and not any(d == day for d, _ in self.mismatched_buckets)
+    def partition_verified(self, partition: str) -> bool:
+        """Production equals the shadow in every bucket of this promoted partition."""
+        return partition in self.partitions and not any(p == partition for p, _ in self.mismatched_buckets)
 
 
 def promote(
@@ -158,7 +159,7 @@ def promote(
     reconcile_ledger(spark, spec)
 
     published = table_figures(spark, target, spec, *interval, snapshot)
-    rows_by_day = {d: int(validations[d]["shadow_rows"]) for d in promoted}
+    rows_by_partition = {p: int(validations[p]["shadow_rows"]) for p in promoted}
     return Promotion(
         dataset=spec.name,
         version=version,
@@ -167,15 +168,15 @@ def promote(
         snapshot_id=snapshot,
         previous_snapshot_id=previous,
         shadow_snapshot_id=shadow_snapshot,
-        rows=sum(rows_by_day.values()),
+        rows=sum(rows_by_partition.values()),
         mismatched_buckets=compare_buckets(
             {b: f for b, f in shadow_figures.items() if b[0] in promoted},
             {b: f for b, f in published.items() if b[0] in promoted},
         ),
-        days=promoted,
+        partitions=promoted,
         held_back=dict(sorted(held_back.items())),
-        rows_by_day=rows_by_day,
-        provisional_days=provisional,
+        rows_by_partition=rows_by_partition,
+        provisional_partitions=provisional,
     )
 
 

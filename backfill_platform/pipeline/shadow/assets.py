@@ -1,10 +1,9 @@
 """Shadow assets: one per dataset version, each an Iceberg table that production can be promoted from."""
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from dagster import AssetDep, AssetExecutionContext, AssetsDefinition, AutomationCondition, Config, Failure
-from pydantic import Field
+from dagster import AssetDep, AssetExecutionContext, AssetsDefinition, AutomationCondition, Failure
 
 from backfill_platform.faults import SHADOW_BEFORE_CHECKS, failpoint
 from backfill_platform.lakehouse.resources import SparkIcebergResource
@@ -26,12 +25,12 @@ from backfill_platform.pipeline.names import (
     shadow_table,
 )
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
-from backfill_platform.pipeline.run_tags import PER_DAY, promotion_policy, run_properties
+from backfill_platform.pipeline.run_settings import ShadowConfig, step_settings
+from backfill_platform.pipeline.run_tags import run_properties
 from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
 from backfill_platform.pipeline.shadow.validate import (
     CHECK_DESCRIPTIONS,
     DIVERGENCE,
-    MAX_DIVERGENCE_TAG,
     validate_shadow,
 )
 from backfill_platform.pipeline.source_window_mapping import LocalDaysMapping, SourceWindowMapping
@@ -46,34 +45,6 @@ from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import format_duration
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
-
-
-class ShadowConfig(Config):
-    max_divergence_ratio: float | None = Field(
-        default=None,
-        ge=0,
-        le=1,
-        description=(
-            "Block promotion of partitions whose divergence from production exceeds this share of rows. "
-            f"Unset: the run tag `{MAX_DIVERGENCE_TAG}` decides; without it divergence only warns."
-        ),
-    )
-
-
-def divergence_bound(config: ShadowConfig, tags: Mapping[str, str]) -> float | None:
-    """The launched bound on divergence: asset config first, else the run tag; None = warn only."""
-    if config.max_divergence_ratio is not None:
-        return config.max_divergence_ratio
-    tag = tags.get(MAX_DIVERGENCE_TAG)
-    if tag is None:
-        return None
-    try:
-        bound = float(tag)
-    except ValueError:
-        bound = -1.0
-    if not 0 <= bound <= 1:
-        raise ValueError(f"run tag {MAX_DIVERGENCE_TAG}={tag!r} must be a ratio between 0 and 1, e.g. 0.05")
-    return bound
 
 
 def build_shadow_asset(
@@ -97,7 +68,7 @@ def build_shadow_asset(
         partitions=dataset_partitions(spec, primary),
         deps=[source_dep(source, by_name[source.stream], spec.grain) for source in spec.inputs],
         checks={**CHECK_DESCRIPTIONS, ERASURE_HONORED: SHADOW_DESCRIPTION},
-        # Divergence only warns unless the backfill sets a bound (MAX_DIVERGENCE_TAG): a re-derived day is
+        # Divergence only warns unless the run sets a bound (`max_divergence_ratio`): a re-derived day is
         # expected to differ from production. Declared non-blocking, it shows so in the UI, and the daily
         # refresh's production condition (`all_deps_blocking_checks_passed`) leaves its warnings aside.
         warning_checks={DIVERGENCE},
@@ -113,8 +84,7 @@ def build_shadow_asset(
     ) -> Iterator:
         session = spark.spark_session
         start, end, days = window_partitions(context)
-        max_ratio = divergence_bound(config, context.run.tags)
-        per_day = promotion_policy(context.run.tags) == PER_DAY
+        told = step_settings(context, config)
         _require_events(session, sources)
         # Pinned: the transform and the expectations it is checked against see the same events.
         reads = {i.stream: read_source(session, i, by_name[i.stream], start, end) for i in spec.inputs}
@@ -136,7 +106,9 @@ def build_shadow_asset(
         # Computed once at this snapshot; promotion in this run gates and verifies against the same.
         actual = table_figures(session, target, spec, start, end, snapshot)
         production = read_range(session, production_table(session, spec), spec, start, end)
-        validation = validate_shadow(spec, version, judged, shadow, actual, production, days, max_ratio)
+        validation = validate_shadow(
+            spec, version, judged, shadow, actual, production, days, told.max_divergence_ratio
+        )
         validation.verdicts += shadow_erasure_verdicts(
             session, spec, sources, shadow, table_partition(spec), frames, days
         )
@@ -148,7 +120,7 @@ def build_shadow_asset(
             validation.verdicts,
             day_metadata(spec, validation, fingerprints),
             {"table": target, "snapshot_id": str(snapshot), "check_digest": validation.digest},
-            per_day,
+            told.per_partition,
         )
 
     return _shadow

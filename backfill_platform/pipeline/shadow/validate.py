@@ -14,6 +14,7 @@ from typing import TypeVar
 from dagster import MetadataValue
 from pyspark.sql import DataFrame
 
+from backfill_platform.pipeline.run_settings import MAX_DIVERGENCE_TAG
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,
@@ -37,7 +38,6 @@ ROW_COUNTS = "row_counts_per_bucket"
 CHECKSUMS = "checksums_per_bucket"
 DIVERGENCE = "divergence_vs_production"
 EVENTS_VALIDATED = "events_validated"
-MAX_DIVERGENCE_TAG = "backfill_platform/max_divergence_ratio"
 SAMPLE_BUCKETS = 20
 CHECK_DESCRIPTIONS = {
     EVENTS_VALIDATED: (

@@ -171,7 +171,7 @@ def test_the_gate_refuses_the_join_days_whose_inputs_changed_in_one_source(
     assert run(spark_resource, [build_events_asset(stream)], d2, d2).success
 
     promotion = promote(spark, spec, [playback, stream], D1, D3 + timedelta(days=1), per_day=True)
-    assert promotion.days == [D1.isoformat()]
+    assert promotion.partitions == [D1.isoformat()]
     assert sorted(promotion.held_back) == [d2.isoformat(), D3.isoformat()]
     for reason in promotion.held_back.values():
         assert "the events of impressions_gate changed since shadow v2 was validated" in reason, reason

@@ -30,10 +30,11 @@ from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
 from backfill_platform.pipeline.events.ingest import window_files
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, latest_shadow_rows
-from backfill_platform.pipeline.run_tags import (
-    SOURCE_DAYS_BEFORE_TAG,
-    source_days_before,
-    source_days_before_tag,
+from backfill_platform.pipeline.run_settings import (
+    PARTITIONS_BEFORE_TAG,
+    RunSettingsError,
+    partitions_before_tag,
+    run_settings,
 )
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.grain import DAILY
@@ -172,10 +173,11 @@ def test_a_source_day_whose_read_window_changed_is_ingested_again(first_backfill
     assert decided() == DaysBefore(ingest=[BEFORE])
 
 
-def test_the_days_before_tag_is_read_strictly():
+def test_the_partitions_before_tag_is_read_strictly():
     """`backfill --dataset` writes the tag; a hand-written one that cannot be read fails the run, naming it."""
-    tags = {SOURCE_DAYS_BEFORE_TAG: source_days_before_tag({IMPRESSIONS: 1, "weather": 2, PLAYBACK: 0})}
-    assert tags[SOURCE_DAYS_BEFORE_TAG] == f"{IMPRESSIONS}=1,weather=2"
-    assert [source_days_before(tags, s) for s in (IMPRESSIONS, "weather", PLAYBACK)] == [1, 2, 0]
-    with pytest.raises(ValueError, match="`<stream>=<days>`"):
-        source_days_before({SOURCE_DAYS_BEFORE_TAG: f"{IMPRESSIONS}=one"}, IMPRESSIONS)
+    tags = {PARTITIONS_BEFORE_TAG: partitions_before_tag({IMPRESSIONS: 1, "weather": 2, PLAYBACK: 0})}
+    assert tags[PARTITIONS_BEFORE_TAG] == f"{IMPRESSIONS}=1,weather=2"
+    told = run_settings(tags)
+    assert [told.partitions_before_of(s) for s in (IMPRESSIONS, "weather", PLAYBACK)] == [1, 2, 0]
+    with pytest.raises(RunSettingsError, match="`<stream>=<partitions>`"):
+        run_settings({PARTITIONS_BEFORE_TAG: f"{IMPRESSIONS}=one"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from dagster import materialize
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
@@ -18,6 +19,7 @@ from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.gate import PromotionRefused
 from backfill_platform.pipeline.promotion.promote import fence_options, promote
 from backfill_platform.pipeline.promotion.revert import RevertRefused, revert_promotion
+from backfill_platform.pipeline.run_settings import MAX_DIVERGENCE_TAG
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.buckets import partition_fingerprints
@@ -30,7 +32,7 @@ from backfill_platform_tests.support.datasets import (
     write_dataset_spec,
 )
 from backfill_platform_tests.support.lakehouse import lakehouse_session
-from backfill_platform_tests.support.session import D1, D2, D3, START
+from backfill_platform_tests.support.session import D1, D2, D3, START, range_tags
 from backfill_platform_tests.support.streams import stream_copy
 from backfill_platform_tests.transforms import EXCLUDED_DAY
 
@@ -344,6 +346,44 @@ def test_divergence_blocks_above_the_ratio_the_backfill_was_launched_with(
         **{"backfill_platform/max_divergence_ratio": "0.9"},
     )
     assert lenient.success and prod_state(spark, spec) != before
+
+
+def test_a_divergence_bound_in_the_shadows_config_blocks_as_the_tag_does_and_a_different_tag_is_refused(
+    ready, spark, spark_resource, playback
+):
+    """The launchpad's way in: the shadow asset's config `max_divergence_ratio`. Given beside a run tag
+    with another value, the shadow step is refused naming both, before it writes anything."""
+    spec = dataset("views_diverge_config")
+    legacy = write_legacy_table(spark, spec, playback, "v1", D1, D2)
+    adopt(spark, spec, legacy, D1, D2, reason="old pipeline output")
+    before = prod_state(spark, spec)
+    assets = promotion_chain(spec, playback)
+    shadow_op = assets[0].op.name
+    strict = {"ops": {shadow_op: {"config": {"max_divergence_ratio": 0.01}}}}
+
+    def launched(**tags: str):
+        return materialize(
+            assets,
+            resources={"spark": spark_resource},
+            run_config=strict,
+            tags=range_tags(D1, D1, **tags),
+            raise_on_error=False,
+        )
+
+    blocked = launched()
+    assert not blocked.success and "divergence_vs_production" in failed_checks(blocked)
+    assert prod_state(spark, spec) == before
+    shadow = shadow_table(spark, spec, spec.active_version)
+    shadow_snapshot = current_snapshot_id(spark, shadow)
+
+    refused = launched(**{MAX_DIVERGENCE_TAG: "0.9"})
+    (failure,) = [e.step_failure_data.error.to_string() for e in refused.all_events if e.is_step_failure]
+    assert (
+        f"run tag {MAX_DIVERGENCE_TAG} says 0.9 and the asset's config says 0.01: give one, or the same value "
+        "in both"
+    ) in failure
+    assert current_snapshot_id(spark, shadow) == shadow_snapshot  # refused before the shadow's write
+    assert prod_state(spark, spec) == before
 
 
 def test_a_key_value_with_a_pipe_reads_back_whole_from_the_divergence_sample(

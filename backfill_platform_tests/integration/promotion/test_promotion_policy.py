@@ -84,12 +84,12 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
     # Per day: D1 and D3 in one commit on top of the adopted state; D2 keeps its legacy rows.
     promotion = promote(spark, spec, [playback], D1, END, {"dagster.run-id": "per-day"}, per_day=True)
     d1, d2, d3 = (d.isoformat() for d in DAYS_1_3)
-    assert promotion.days == [d1, d3] and list(promotion.held_back) == [d2]
+    assert promotion.partitions == [d1, d3] and list(promotion.held_back) == [d2]
     assert "row_counts_per_bucket" in promotion.held_back[d2]
-    assert promotion.verified and promotion.day_verified(d1) and not promotion.day_verified(d2)
-    assert summary_of(spark, spec, promotion)[PROVISIONAL_DAYS] == ",".join(promotion.provisional_days)
+    assert promotion.verified and promotion.partition_verified(d1) and not promotion.partition_verified(d2)
+    assert summary_of(spark, spec, promotion)[PROVISIONAL_DAYS] == ",".join(promotion.provisional_partitions)
     shadow = shadow_fingerprints(spark, spec)
-    assert promotion.rows_by_day == {d1: shadow[d1].rows, d3: shadow[d3].rows}
+    assert promotion.rows_by_partition == {d1: shadow[d1].rows, d3: shadow[d3].rows}
     assert promotion.rows == shadow[d1].rows + shadow[d3].rows
     assert current_snapshot_id(spark, table) == promotion.snapshot_id
     summary = snapshot_summary(spark, table, promotion.snapshot_id)
@@ -141,7 +141,7 @@ def test_per_day_with_every_day_passing_replaces_the_range(ready, spark, spark_r
     spec = dataset("views_policy_all")
     assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2).success
     promotion = promote(spark, spec, [playback], D1, D3, per_day=True)
-    assert promotion.days == [D1.isoformat(), D2.isoformat()] and promotion.held_back == {}
+    assert promotion.partitions == [D1.isoformat(), D2.isoformat()] and promotion.held_back == {}
     summary = snapshot_summary(spark, production_table(spark, spec), promotion.snapshot_id)
     assert summary[DAYS] == f"{D1.isoformat()},{D2.isoformat()}" and summary[HELD_BACK] == ""
 
