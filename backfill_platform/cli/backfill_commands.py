@@ -166,7 +166,7 @@ def backfill(
     from backfill_platform.operations.backfill import (
         POLICIES,
         BackfillRequest,
-        days_before_lines,
+        partitions_before_lines,
         problem_lines,
         report_table,
         throughput_line,
@@ -211,7 +211,7 @@ def backfill(
     console.print(report_table(outcome, per_day))
     if throughput := throughput_line(outcome):
         console.print(throughput, markup=False, highlight=False)
-    for line in days_before_lines(outcome):
+    for line in partitions_before_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     for line in problem_lines(outcome):
         console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -48,7 +48,7 @@ class BackfillRequest:
     log_level: str = "CRITICAL"  # failures are reported from the run's events, not its log
     # Every source of a dataset with several (`stream` is the first); the range re-derives each one's
     # events, and the run ingests the source days a lookback reads before the range, unless they are
-    # already ingested, passed and unchanged (`pipeline/events/days_before.py`).
+    # already ingested, passed and unchanged (`pipeline/events/partitions_before.py`).
     sources: tuple[StreamSpec, ...] = ()
 
     @property
@@ -75,7 +75,7 @@ class BackfillRequest:
         return any(s.grain != self.grain for s in self.streams)
 
     @property
-    def days_before(self) -> dict[str, list[str]]:
+    def partitions_before(self) -> dict[str, list[str]]:
         """Per source of the dataset's grain whose lookback reaches before the range: those partitions
         (from the stream's first). A source of another grain has them in its own run (`source_keys`)."""
         streams = {s.name: s for s in self.streams}
@@ -109,7 +109,7 @@ class BackfillRequest:
         if not self.mixed:
             return [BackfillRun(self.asset_keys(), self.tags(self.days))]
         runs = [
-            BackfillRun([events_key(s)], self.tags(self.source_keys(s), with_days_before=False))
+            BackfillRun([events_key(s)], self.tags(self.source_keys(s), with_partitions_before=False))
             for s in self.streams
             if s.grain != self.grain
         ]
@@ -120,7 +120,7 @@ class BackfillRequest:
         ]
         return [*runs, BackfillRun(dataset_keys, self.tags(self.days))]
 
-    def tags(self, keys: list[str] | None = None, with_days_before: bool = True) -> dict[str, str]:
+    def tags(self, keys: list[str] | None = None, with_partitions_before: bool = True) -> dict[str, str]:
         """A run's tags: the range of `keys` (default: the range's own partitions), policy, reason,
         ticket, and the days before the range that lookbacks read."""
         keys = keys or self.days
@@ -129,8 +129,8 @@ class BackfillRequest:
             ASSET_PARTITION_RANGE_END_TAG: keys[-1],
             PROMOTION_POLICY_TAG: self.policy.value,
         }
-        if self.days_before and with_days_before:
-            counts = {stream: len(days) for stream, days in self.days_before.items()}
+        if self.partitions_before and with_partitions_before:
+            counts = {stream: len(days) for stream, days in self.partitions_before.items()}
             tags[PARTITIONS_BEFORE_TAG] = partitions_before_tag(counts)
         tags |= {REASON_TAG: self.reason} if self.reason else {}
         return tags | ({TICKET_TAG: self.ticket} if self.ticket else {})
@@ -317,7 +317,7 @@ def problem_lines(outcome: BackfillOutcome) -> list[str]:
     return lines
 
 
-def days_before_lines(outcome: BackfillOutcome) -> list[str]:
+def partitions_before_lines(outcome: BackfillOutcome) -> list[str]:
     """Per source day read before the range by a lookback: ingested by this backfill, or read as it is.
 
     `impressions 2026-09-30 (read by the lookback of 2026-10-01): ingested by this run, 1,204 records,
@@ -325,7 +325,7 @@ def days_before_lines(outcome: BackfillOutcome) -> list[str]:
     """
     runs = outcome.runs
     lines = []
-    for stream, days in outcome.request.days_before.items():
+    for stream, days in outcome.request.partitions_before.items():
         for day in days:
             row = outcome.before.get((stream, day))
             what = f"{stream} {day} (read by the lookback of {outcome.request.start})"

@@ -1,7 +1,7 @@
 """`backfill-platform plan`: what a backfill of a range would read and redo, before anything runs.
 
 Per event-time partition (a day, or an hour of an hourly stream): the read window (the partition widened
-by the stream's clock skew before and its allowed lateness after, as `hour_mapping.read_window` reads it),
+by the stream's clock skew before and its allowed lateness after, as `hour_mapping.ReadWindow` reads it),
 the archive files, bytes and lines in it, the ingestion hours it needs that have no file, and what
 production holds for it according to the ledger. A dataset whose days are rolled up from an hourly
 stream (UTC days, or a time zone's days of 23 to 25 hours) is planned by its own days, each with the hours
@@ -38,7 +38,6 @@ from backfill_platform.pipeline.archive.listing import (
     ArchiveFile,
     LocalArchive,
     UnlistedFile,
-    hours,
     list_files,
 )
 from backfill_platform.pipeline.archive.opening import S3ReadConfig, decompressed, open_archive_file
@@ -52,7 +51,7 @@ from backfill_platform.pipeline.events.completeness import (
     proves_by_offsets,
     topic_edges_lookup,
 )
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import format_duration
 from backfill_platform.specs.grain import Grain
@@ -182,11 +181,12 @@ def build_plan(
     lookback = max(bound(grain, read_from or first), grain.floor(bound(grain, stream.first_partition)))
     keys = grain.keys_between(grain.floor(min(lookback, first)), after)
     archive = archive_for(stream)
-    files = list_files(archive, *read_window(stream, *grain.bounds(keys[0], keys[-1])))
+    read = ReadPlan.for_partitions(stream, keys)
+    files = list_files(archive, read.window.low, read.window.high)
     counted, unreadable = count_files(stream, files, on_file)
     # What each file holds of its Kafka offsets: its records, the damage record of an unreadable one not.
     held = {f.name: counted[f.name] - (f.name in unreadable) for f in files}
-    status = completeness(stream, files, keys, settings.now(), held, edges=topic_edges_lookup(stream))
+    status = completeness(stream, read, files, settings.now(), held, edges=topic_edges_lookup(stream))
     catalog = open_catalog()
     production = {d.name: in_production(ledger_rows(catalog, d.name)) for d in datasets}
     dataset_grains = {d.name: d.grain for d in datasets}
@@ -197,13 +197,13 @@ def build_plan(
         by_hour.setdefault(f.ingestion_hour, []).append(f)
     partitions = []
     for key in keys:
-        low, high = read_window(stream, *grain.bounds(key))
+        window = read.partitions[key]
         # What a run of this partition alone lists: whole hours, the first one floored (`listing.hours`).
-        window_files = [f for hour in hours(low, high) for f in by_hour.get(hour, [])]
+        window_files = [f for hour in window.hours() for f in by_hour.get(hour, [])]
         partitions.append(
             PartitionPlan(
                 key=key,
-                window=(low, high),
+                window=(window.low, window.high),
                 files=window_files,
                 lines=sum(counted[f.name] for f in window_files),
                 missing_hours=status[key].missing_hours,
@@ -333,8 +333,8 @@ def refused_entries(stream: StreamSpec, archive: object) -> list[UnlistedFile]:
     """The local archive's entries refused at its boundary (an object store has no links or devices)."""
     if not isinstance(archive, LocalArchive):
         return []
-    first_hour = read_window(stream, *stream.grain.bounds(stream.first_partition))[0]
-    scan = archive.unlisted_files(first_hour.replace(minute=0, second=0, microsecond=0), count=False)
+    first_hour = ReadWindow.of(stream, *stream.grain.bounds(stream.first_partition)).first_hour
+    scan = archive.unlisted_files(first_hour, count=False)
     return [f for f in scan if is_refusal(f.why)]
 
 

@@ -85,7 +85,7 @@ def read_back(
         backfill_id=backfill_id,
         before={
             (stream, day): row
-            for stream, days in request.days_before.items()
+            for stream, days in request.partitions_before.items()
             for day, row in latest(ingestion_rows(catalog, stream)).items()
             if day in days
         },

@@ -4,7 +4,7 @@ Event day D reads the ingestion hours h with
 
     floor_to_hour(D start - clock_skew - 1 h) <= h < D end + allowed_lateness + 1 h
 
-(`read_window` below, listed by `archive.listing.hours`). `TimeWindowPartitionMapping` can only
+(`ReadWindow` below, listed by `archive.listing.hours`). `TimeWindowPartitionMapping` can only
 shift by whole downstream partitions (days), so it over-approximates that window by up to a day on each
 side, and a late file in one hour would make up to two extra days stale. This mapping is exact both ways:
 a day maps to exactly the hours it reads, an hour to exactly the days whose windows contain it.
@@ -17,14 +17,16 @@ automation sensor, which therefore runs in the user code server) this mapping is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from types import MappingProxyType
 
 from dagster import DagsterInvalidDefinitionError, PartitionsDefinition, TimeWindowPartitionsDefinition
 
 from backfill_platform.dagster_internals import PartitionsSubset
 from backfill_platform.pipeline.window_mapping import WindowMapping
-from backfill_platform.specs.durations import DAY, HOUR
+from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.stream import StreamSpec
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -45,15 +47,115 @@ def read_after(allowed_lateness: timedelta) -> timedelta:
     return allowed_lateness + HOUR
 
 
-def read_window(spec: StreamSpec, start: datetime, end: datetime) -> tuple[datetime, datetime]:
-    """The read window of the event times [start, end): the ingestion instants
+@dataclass(frozen=True)
+class ReadWindow:
+    """What the event times [start, end) read: the ingestion instants [low, high) =
     [start - clock_skew - 1h, end + allowed_lateness + 1h) whose hours can hold their lines.
 
-    Its end is also when the window settles: no line for [start, end) can arrive after it. A line of an
+    `high` is also when the window settles: no line for [start, end) can arrive after it. A line of an
     ingestion hour h is admissible (neither too late nor ahead of the skew) exactly when its event time
-    t has h + 1h - read_after <= t < h + read_before, so every admissible line lies in its day's window.
+    t has h + 1h - read_after <= t < h + read_before, so every admissible line lies in its window.
     """
-    return start - read_before(spec.clock_skew), end + read_after(spec.allowed_lateness)
+
+    start: datetime
+    end: datetime
+    low: datetime
+    high: datetime
+
+    @staticmethod
+    def of(spec: StreamSpec, start: datetime, end: datetime) -> ReadWindow:
+        """The read window of the event times [start, end) of the stream `spec`."""
+        return ReadWindow.within(start, end, read_before(spec.clock_skew), read_after(spec.allowed_lateness))
+
+    @staticmethod
+    def within(start: datetime, end: datetime, before: timedelta, after: timedelta) -> ReadWindow:
+        """The read window of [start, end) given the margins `read_before` and `read_after` of a stream."""
+        return ReadWindow(start, end, start - before, end + after)
+
+    @property
+    def first_hour(self) -> datetime:
+        """The ingestion hour holding `low`: a listing reads whole hours, so the first one floored."""
+        return _floor(self.low, HOUR)
+
+    def hours(self) -> list[datetime]:
+        """The ingestion hours the window lists: from `first_hour` up to (excluding) `high`."""
+        count = (_ceil(self.high, HOUR) - self.first_hour) // HOUR
+        return [self.first_hour + n * HOUR for n in range(max(0, count))]
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """The read windows of one run: computed once from its partition range and the stream's spec, then
+    passed down to each step that lists the archive or judges what it read (ingest, classify, sequence
+    numbers, table offsets, completeness, the read record, the partitions before the range).
+
+    `window` is the range's, the union of its partitions' (they are contiguous); `partitions` holds each
+    partition's own, by key, in order. `before` and `after` are the stream's margins (`read_before`,
+    `read_after`); `stream_start` the start of its first partition, before which no archive hour is due.
+    """
+
+    window: ReadWindow
+    partitions: Mapping[str, ReadWindow]
+    before: timedelta
+    after: timedelta
+    stream_start: datetime
+
+    @staticmethod
+    def for_range(spec: StreamSpec, start: datetime, end: datetime) -> ReadPlan:
+        """The plan of the partitions of the stream `spec` that start in [start, end)."""
+        return ReadPlan._of(spec, start, end, spec.grain.keys_between(start, end))
+
+    @staticmethod
+    def for_partitions(spec: StreamSpec, keys: Sequence[str | date]) -> ReadPlan:
+        """The plan of the contiguous partitions `keys` (keys, or dates of a daily stream), in order."""
+        grain = spec.grain
+        named = [grain.key(grain.start(key)) for key in keys]
+        return ReadPlan._of(spec, *grain.bounds(named[0], named[-1]), named)
+
+    @staticmethod
+    def _of(spec: StreamSpec, start: datetime, end: datetime, keys: list[str]) -> ReadPlan:
+        before, after, grain = read_before(spec.clock_skew), read_after(spec.allowed_lateness), spec.grain
+        return ReadPlan(
+            window=ReadWindow.within(start, end, before, after),
+            partitions=MappingProxyType(
+                {key: ReadWindow.within(*grain.bounds(key), before, after) for key in keys}
+            ),
+            before=before,
+            after=after,
+            stream_start=midnight(spec.first_partition),
+        )
+
+    @property
+    def start(self) -> datetime:
+        return self.window.start
+
+    @property
+    def end(self) -> datetime:
+        return self.window.end
+
+    @property
+    def keys(self) -> list[str]:
+        """The run's partitions, in order."""
+        return list(self.partitions)
+
+    def since(self, start: datetime) -> ReadPlan:
+        """The plan of this plan's partitions from `start` on (a range narrowed at its start)."""
+        kept = {key: window for key, window in self.partitions.items() if window.start >= start}
+        return replace(
+            self,
+            window=ReadWindow.within(start, self.end, self.before, self.after),
+            partitions=MappingProxyType(kept),
+        )
+
+    def required_hours(self, key: str) -> list[datetime]:
+        """The ingestion hours the partition `key` needs: its window's, from the stream's start on (none
+        exist before)."""
+        return [h for h in self.partitions[key].hours() if h >= self.stream_start]
+
+    @property
+    def stream_first_hour(self) -> datetime:
+        """The first ingestion hour any window of the stream reads: its first partition's first hour."""
+        return _floor(self.stream_start - self.before, HOUR)
 
 
 def _floor(t: datetime, unit: timedelta) -> datetime:
@@ -99,7 +201,7 @@ class ArchiveReadWindowMapping(WindowMapping):
     # ---- the window arithmetic (instants, UTC) ----
 
     def hours_window(self, day_start: datetime, day_end: datetime) -> tuple[datetime, datetime]:
-        """[first hour, end of last hour) read by the days [day_start, day_end): `read_window` in whole hours."""
+        """[first hour, end of last hour) read by the days [day_start, day_end): `ReadWindow` in whole hours."""
         return (
             _floor(day_start - read_before(self.clock_skew), HOUR),
             _ceil(day_end + read_after(self.allowed_lateness), HOUR),
@@ -110,7 +212,7 @@ class ArchiveReadWindowMapping(WindowMapping):
         hour of [hour_start, hour_end).
 
         Partition P (start P0, length L) holds hour h iff floor_hour(P0 - before) <= h < P0 + L + after
-        (`read_window`), i.e. for hours in [a, b): a - L - after < P0 < b + before. May be empty.
+        (`ReadWindow`), i.e. for hours in [a, b): a - L - after < P0 < b + before. May be empty.
         """
         length = self.partition_length
         return (

@@ -49,8 +49,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
 from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
-from backfill_platform.pipeline.events.completeness import required_hours
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadPlan
 from backfill_platform.pipeline.partitions import HOUR_KEY
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
@@ -238,7 +237,7 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
     mapping = ArchiveReadWindowMapping.for_stream(live.spec)
     first, end = mapping.days_window(hour, hour + timedelta(hours=1))
     affected = [d for d in days if first.date() <= date.fromisoformat(d) < end.date()]
-    assert affected == [d for d in days if hour in required_hours(live.spec, date.fromisoformat(d))]
+    assert affected == [d for d in days if hour in ReadPlan.for_partitions(live.spec, [d]).required_hours(d)]
     assert live.middle.isoformat() in affected and len(affected) < len(days), affected
     untouched = [d for d in days if d not in affected]
     # The hourly copy's late file: the hours whose read windows hold its ingestion hour (the automation's

@@ -21,7 +21,7 @@ from backfill_platform import settings
 from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth, arrivals
 from backfill_platform.lakehouse.resources import ARCHIVE_CATALOG_ENV
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
@@ -133,7 +133,7 @@ def test_rows_lost_at_a_windows_edge_are_named_from_the_live_topic(
     catalog, _truth, produced = landed
     monkeypatch.setenv(settings.KAFKA_BOOTSTRAP_ENV, kafka.bootstrap)
     spec = sink_spec("playback_edges", edges_from_topic=True)
-    end = read_window(spec, *day_bounds(START))[1]
+    end = ReadWindow.of(spec, *day_bounds(START)).high
     lost = sorted(o for p, o, at in produced if p == 2 and end - timedelta(hours=1) <= at < end)
     assert lost == list(range(lost[0], lost[-1] + 1))
     catalog.load_table(TABLE).delete(

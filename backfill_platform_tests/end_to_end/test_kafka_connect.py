@@ -20,7 +20,7 @@ from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_
 from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_problems
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.pipeline.names import events_table
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
@@ -85,7 +85,8 @@ def test_a_complete_kafka_connect_archive_settles_though_hours_are_empty(
     assert settled[START.isoformat()].metadata["gaps"].value == "none"
     # The hour rule would have failed: the window has hours without any file.
     hours = {f.split("/hour=")[0] + "/hour=" + f.split("/hour=")[1][:2] for f, *_ in truth.files}
-    low, high = read_window(spec, *day_bounds(START))
+    read = ReadWindow.of(spec, *day_bounds(START))
+    low, high = read.low, read.high
     assert sum(1 for h in range(int((high - low).total_seconds() // 3600))
                if (low + timedelta(hours=h)).strftime(LAYOUT) not in hours) > 0  # fmt: skip
     assert_events_are_the_truth(spark, spec, truth)

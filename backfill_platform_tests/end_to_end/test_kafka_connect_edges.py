@@ -22,7 +22,7 @@ from backfill_platform import settings
 from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_kafka_connect_archive
 from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
@@ -104,7 +104,8 @@ def test_a_complete_archive_settles_proven_at_its_edges(live, spark_resource) ->
 
 def test_a_file_lost_at_a_windows_end_is_named_through_the_topic(live, data_dir, spark_resource) -> None:
     truth, root = live
-    low, high = read_window(edges_spec("kc_edges"), *day_bounds(START))
+    read = ReadWindow.of(edges_spec("kc_edges"), *day_bounds(START))
+    low, high = read.low, read.high
     ones = sorted((f for f in truth.files if f[1] == 1), key=lambda f: f[2])
     in_window = [f for f in ones if low <= hour_of(f[0]) < high]
     lost, before = in_window[-1], in_window[-2]

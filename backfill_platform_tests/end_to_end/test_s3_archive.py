@@ -30,7 +30,7 @@ from backfill_platform.pipeline.archive.s3 import S3Archive
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import ingest_window
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.pipeline.names import events_table, production_table, quarantine_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
@@ -107,7 +107,8 @@ def test_listing_is_per_hour_paginated_and_fingerprinted_by_etag(archives, moto,
     with aws(moto, spark):
         s3 = archive_for(remote)
         assert isinstance(s3, S3Archive)
-        window = read_window(remote, *WINDOW)
+        read = ReadWindow.of(remote, *WINDOW)
+        window = (read.low, read.high)
         s3_files, local_files = list_files(s3, *window), list_files(archive_for(local), *window)
         assert [(f.name, f.size, f.ingestion_hour) for f in s3_files] == [
             (f.name, f.size, f.ingestion_hour) for f in local_files
@@ -195,7 +196,7 @@ def test_a_missing_bucket_or_object_fails_naming_the_uri(archives, moto, spark):
     missing = stream_spec("s3cmp_missing", "s3://no-such-bucket-here/playback")
     with aws(moto, spark):
         with pytest.raises(ArchiveReadError, match=r"s3://no-such-bucket-here/playback/2026/.*NoSuchBucket"):
-            ingest_window(spark, missing, archive_for(missing), *WINDOW)
+            ingest_window(spark, missing, archive_for(missing), ReadPlan.for_range(missing, *WINDOW))
         # An object deleted between the listing and the read: the Spark task fails naming it.
         client = moto.client("s3")
         files = list_files(archive_for(remote), WINDOW[0], WINDOW[0] + timedelta(hours=2))

@@ -44,7 +44,8 @@ from backfill_platform.lakehouse.tables import (
 )
 from backfill_platform.pipeline.archive.listing import list_files
 from backfill_platform.pipeline.archive.stream_archive import archive_for
-from backfill_platform.pipeline.events.completeness import completeness, day_horizon
+from backfill_platform.pipeline.events.completeness import completeness
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.specs.stream import StreamSpec
@@ -112,7 +113,7 @@ class LiveStream:
 def latest_settled_day(spec: StreamSpec, now: datetime) -> date:
     """The latest day of `spec` whose horizon (its end, lateness and clock skew) has passed at `now`."""
     day = now.date() - timedelta(days=1)
-    while day_horizon(spec, day) > now:
+    while ReadWindow.of(spec, *spec.grain.bounds(day)).high > now:
         day -= timedelta(days=1)
     return day
 
@@ -142,7 +143,7 @@ def live_archives(
         patch.setenv(settings.DATA_DIR_ENV, str(data_dir))
         archive_files = archive_for(spec)
     files = list_files(archive_files, datetime.combine(start, datetime.min.time(), tzinfo=UTC), now)
-    status = completeness(spec, files, [d.isoformat() for d in days], now)
+    status = completeness(spec, ReadPlan.for_partitions(spec, days), files, now)
     assert all(s.settled for s in status.values()), {d: s.problem() for d, s in status.items()}
     # Inside the refresh horizon (counted from the end of the latest complete day, today 00:00).
     assert all(

@@ -116,12 +116,13 @@ def generate(
 
 def window_files(archive: Archive, first: date, days: int) -> list[str]:
     """The archive files the platform's events step reads for the range: its ingestion-hour window."""
-    from backfill_platform.pipeline.hour_mapping import read_window
+    from backfill_platform.pipeline.hour_mapping import ReadWindow
     from backfill_platform.specs.archive_location import check_archive_root
 
     stream = _stream()
     start = midnight(first)
-    low, high = read_window(stream, start, start + days * DAY)
+    read = ReadWindow.of(stream, start, start + days * DAY)
+    low, high = read.low, read.high
     root = check_archive_root(stream.archive, archive.data_dir)
     hour, files = low.replace(minute=0, second=0, microsecond=0), []
     while hour < high:

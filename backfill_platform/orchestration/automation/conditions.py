@@ -64,7 +64,7 @@ from backfill_platform.specs.stream import StreamSpec
 class SettledDays(AutomationCondition[AssetKey]):
     """True for the time partitions whose lateness horizon has passed: end + allowed_lateness + 1h <= now.
 
-    `now` is the evaluation time. A day settles when its read window ends (`hour_mapping.read_window`):
+    `now` is the evaluation time. A day settles when its read window ends (`hour_mapping.ReadWindow`):
     the last ingestion hour a day reads ends at its end + `read_after(allowed_lateness)`.
     """
 

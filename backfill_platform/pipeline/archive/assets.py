@@ -14,7 +14,7 @@ from dagster import (
 from backfill_platform import settings
 from backfill_platform.pipeline.archive.listing import list_files, manifest_fingerprint
 from backfill_platform.pipeline.archive.stream_archive import archive_for
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadWindow
 from backfill_platform.pipeline.names import archive_key
 from backfill_platform.pipeline.partitions import HOUR_KEY, ingestion_partitions
 from backfill_platform.specs.durations import DAY, HOUR
@@ -130,7 +130,7 @@ def observation_start(spec: StreamSpec, first: datetime, now: datetime, full: bo
         return first
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     first_day = day - spec.refresh_horizon - DAY
-    bound, _ = read_window(spec, first_day, first_day + DAY)
+    bound = ReadWindow.of(spec, first_day, first_day + DAY).low
     return max(first, bound.replace(minute=0))
 
 

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from backfill_platform import settings
 from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.lakehouse.tables import RAW_NAMESPACE, in_range, read_at
-from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile, hours
+from backfill_platform.pipeline.archive.listing import Archive, ArchiveFile
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.erasure.requests import NO_REQUESTS, requests_for
 from backfill_platform.pipeline.events.checks import (
@@ -24,7 +24,6 @@ from backfill_platform.pipeline.events.checks import (
     settled_check,
 )
 from backfill_platform.pipeline.events.completeness import completeness, topic_edges_lookup
-from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
 from backfill_platform.pipeline.events.ingest import (
     REASONS,
     IngestResult,
@@ -32,8 +31,9 @@ from backfill_platform.pipeline.events.ingest import (
     ingest_window,
     window_files,
 )
+from backfill_platform.pipeline.events.partitions_before import PartitionsBefore, partitions_before
 from backfill_platform.pipeline.events.read_record import read_observations
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadPlan
 from backfill_platform.pipeline.ledger.ledger import record_ingestions
 from backfill_platform.pipeline.names import archive_key, events_key, events_table
 from backfill_platform.pipeline.partitions import partition_of, run_partitions_are_mine
@@ -74,16 +74,15 @@ def build_events_asset(
         context: AssetExecutionContext, config: EventsConfig, spark: SparkIcebergResource
     ) -> Iterator:
         run_partitions_are_mine(context)
-        window = context.partition_time_window
         told = step_settings(context, config, spec.name)  # what the run is told (`settings` is the clock)
         listed_at = datetime.now(UTC)  # wall clock, as Dagster's records: before the run lists the archive
         archive = archive_for(spec)
         before_count = told.partitions_before_of(spec.name)
-        session, start, files, before = _what_to_read(context, spark, spec, key, archive, before_count)
+        session, plan, files, before = _what_to_read(context, spark, spec, key, archive, before_count)
         # As of one snapshot of the requests, recorded on the commits and the ledger rows it produced.
         erasure = requests_for(session, spec.name) if spec.subject_field else NO_REQUESTS
         properties = {**run_properties(context), **erasure.property()}
-        result = ingest_window(session, spec, archive, start, window.end, properties, files, erasure)
+        result = ingest_window(session, spec, archive, plan, properties, files, erasure)
         context.log.info(ingest_report(result))
         if result.unlisted:
             # Not part of any day's figures (no window reads them), but never silently ignored.
@@ -94,9 +93,9 @@ def build_events_asset(
         days = sorted(result.partitions)
         # Checks and recorded verdicts judge what this run committed: the events at its snapshot.
         written = read_at(session, events_table(session, spec), result.events_snapshot_id).where(
-            in_range("event_time", start, window.end)
+            in_range("event_time", plan.start, plan.end)
         )
-        fingerprints, verdicts = _judge(session, spec, result, written, days, (start, window.end))
+        fingerprints, verdicts = _judge(session, spec, plan, result, written, days)
         provisional = [v.partition for v in verdicts if v.check == SETTLED and v.metadata["provisional"]]
         # Shadows of later runs only build on days whose events passed these checks, and only while the
         # events are still the ones checked: the verdicts are recorded with the events' fingerprints.
@@ -115,7 +114,7 @@ def build_events_asset(
         }
         # What each day read, committed or not: the daily refresh compares it with the archive to decide
         # whether a day is behind it, or whether a failed day would only fail again on the same files.
-        for observation in read_observations(key, spec, result.files, days, listed_at):
+        for observation in read_observations(key, plan, result.files, days, listed_at):
             context.log_event(observation)
         yield from partition_outcomes(
             context,
@@ -153,30 +152,32 @@ def _what_to_read(
     key: AssetKey,
     archive: Archive,
     before_count: int,
-) -> tuple[Any, datetime, list[ArchiveFile], DaysBefore]:
-    """The session, the window's start and the archive files the run reads, and the `before_count`
-    partitions before the range it ingests too (a dataset backfill's lookback reads them: ingested here
-    unless already good)."""
+) -> tuple[Any, ReadPlan, list[ArchiveFile], PartitionsBefore]:
+    """The session, the run's read windows (its plan, computed here once) and the archive files it reads,
+    and the `before_count` partitions before the range it ingests too (a dataset backfill's lookback reads
+    them: ingested here unless already good)."""
     window = context.partition_time_window
-    files = window_files(spec, archive, window.start - before_count * spec.grain.length, window.end)
+    # The read windows of the range and of the partitions before it that a lookback may read.
+    widest = ReadPlan.for_range(spec, window.start - before_count * spec.grain.length, window.end)
+    files = window_files(archive, widest.window)
     # Listed before Spark starts: a run that reads much keeps the JVM's optimizing compiler.
     session = spark.session_for_read(sum(f.size for f in files))
-    before = days_before(context.instance, session, key, spec, files, window.start, before_count)
+    before = partitions_before(context.instance, session, key, spec, files, widest, window.start)
     if not before_count:
-        return session, window.start, files, before
+        return session, widest, files, before
     context.log.info(before.log_line(spec.name))
-    start = window.start - len(before.ingest) * spec.grain.length
-    read = set(hours(*read_window(spec, start, window.end)))
-    return session, start, [f for f in files if f.ingestion_hour in read], before
+    plan = widest.since(window.start - len(before.ingest) * spec.grain.length)
+    read = set(plan.window.hours())
+    return session, plan, [f for f in files if f.ingestion_hour in read], before
 
 
 def _judge(
     session: Any,
     spec: StreamSpec,
+    plan: ReadPlan,
     result: IngestResult,
     written: DataFrame,
     days: list[str],
-    interval: tuple[datetime, datetime],
 ) -> tuple[dict[str, Fingerprint], list[PartitionVerdict]]:
     """Each day's fingerprint of what the run committed (`written`), and every events check's verdicts."""
     # One pass: each day's fingerprint, and the null counts the schema check needs.
@@ -186,8 +187,8 @@ def _judge(
     rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
     proof = completeness(
         spec,
+        plan,
         result.files,
-        result.partitions,
         settings.now(),
         result.file_records,
         result.sequence_gaps,
@@ -195,7 +196,7 @@ def _judge(
         result.offset_proofs,
     )
     return fingerprints, [
-        *reconciliation_check(session, spec, result, rows_by_day, *interval),
+        *reconciliation_check(session, spec, result, rows_by_day, plan.start, plan.end),
         *quarantine_ratio_check(spec, result),
         *events_schema_check(spec, written, days, nulls),
         *records_present_check(spec, result),

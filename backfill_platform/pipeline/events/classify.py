@@ -7,24 +7,23 @@ record passes through unchanged.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import in_range
 from backfill_platform.pipeline.events.parse import as_micros
-from backfill_platform.pipeline.hour_mapping import read_after, read_before
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.specs.stream import StreamSpec
 
 
-def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: datetime) -> DataFrame:
-    """Keep the records attributed to [start, end) and decide which admissible copy of each event id is kept.
+def classify_window(records: DataFrame, spec: StreamSpec, plan: ReadPlan) -> DataFrame:
+    """Keep the records attributed to the run's range (`plan`) and decide which admissible copy of each
+    event id is kept.
 
     `_kept` marks the one copy written to the events table. Copies of an id are compared within their
     event-time day (earliest ingestion, then file and line, wins) and across a midnight when both were
-    ingested in the hours that every window touching that midnight reads (from `read_before` before it to
-    `read_after` after it, `hour_mapping.read_window`): those hours are read by the runs of both days, so both
+    ingested in the hours that every window touching that midnight reads (from the plan's `before` margin
+    before it to its `after` margin after it, `hour_mapping.ReadWindow`): those hours are read by the runs of both days, so both
     decide alike whatever range a run covers, and an id redelivered with an event time on the other
     side of midnight still has one row. A copy that loses is a duplicate when its raw line equals the
     one that beat it, and is quarantined as `conflicting_duplicate` (naming the winner) otherwise, so
@@ -41,8 +40,8 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
     grain = spec.grain
     midnight_us = F.unix_micros(F.date_trunc(grain.unit, "_attributed_time"))
     day_us = as_micros(grain.length)
-    before_us = as_micros(read_before(spec.clock_skew))
-    after_us = as_micros(read_after(spec.allowed_lateness))
+    before_us = as_micros(plan.before)
+    after_us = as_micros(plan.after)
 
     def near(boundary: Column) -> Column:
         return F.when(admissible & (h_us >= boundary - before_us) & (h_us < boundary + after_us), boundary)
@@ -94,6 +93,6 @@ def classify_window(records: DataFrame, spec: StreamSpec, start: datetime, end: 
         .withColumn(
             "_reason", F.when(conflicting, F.lit("conflicting_duplicate")).otherwise(F.col("_reason"))
         )
-        .where(in_range("_attributed_time", start, end))
+        .where(in_range("_attributed_time", plan.start, plan.end))
         .drop("_key", "_day", "_b_start", "_b_end", "_winner")
     )

@@ -21,18 +21,18 @@ import logging
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_problems
-from backfill_platform.pipeline.archive.listing import ArchiveFile, hours
+from backfill_platform.pipeline.archive.listing import ArchiveFile
 from backfill_platform.pipeline.archive.topic_edges import (
     TopicUnreachable,
     TopicWindows,
     WindowEdges,
     edge_problems,
 )
-from backfill_platform.pipeline.hour_mapping import read_window
-from backfill_platform.specs.durations import HOUR, midnight
+from backfill_platform.pipeline.hour_mapping import ReadPlan
+from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.stream import StreamSpec
 
 # The proof of a table archive's day whose rows were not read (a plan): none, its offsets unread. The run's
@@ -71,19 +71,6 @@ class DayCompleteness:
         return "; ".join(parts) or None
 
 
-def day_horizon(spec: StreamSpec, day: date | str) -> datetime:
-    """The moment a partition (a day, or an hour of an hourly stream) settles: its end + the allowed
-    lateness + the one hour its last file may take."""
-    return read_window(spec, *spec.grain.bounds(day))[1]
-
-
-def required_hours(spec: StreamSpec, day: date | str) -> list[datetime]:
-    """The ingestion hours a partition's read window needs, from the stream's first day on (none exist
-    before)."""
-    stream_start = midnight(spec.first_partition)
-    return [h for h in hours(*read_window(spec, *spec.grain.bounds(day))) if h >= stream_start]
-
-
 def proves_by_offsets(spec: StreamSpec) -> bool:
     """Whether the stream's days are proven complete by contiguous Kafka offsets instead of by hours."""
     kafka = spec.archive.kafka_offsets
@@ -105,15 +92,17 @@ def topic_edges_lookup(spec: StreamSpec) -> EdgesLookup | None:
 
 def completeness(
     spec: StreamSpec,
+    plan: ReadPlan,
     files: Iterable[ArchiveFile],
-    days: Iterable[str],
     now: datetime,
     file_records: dict[str, int] | None = None,
     sequence_gaps: dict[str, list[str]] | None = None,
     edges: EdgesLookup | None = None,
     proofs: dict[str, str] | None = None,
 ) -> dict[str, DayCompleteness]:
-    """Each day's completeness, given the archive files listed for its read window.
+    """Each day's completeness (the partitions of `plan`, the run's read windows), given the archive files
+    listed for their read windows. A day settles at its read window's end (its end + the allowed lateness +
+    the one hour its last file may take).
 
     Where offsets prove it (`proves_by_offsets`), `file_records` holds each file's record count and a
     day's hours may be empty; its read window's files must hold contiguous offsets instead, and with
@@ -128,10 +117,10 @@ def completeness(
     present = set(listed_hours)
     by_offsets = proves_by_offsets(spec)
     result = {}
-    for day in days:
-        needed = required_hours(spec, day)
+    for day, read in plan.partitions.items():
+        needed = plan.required_hours(day)
         due = [h for h in needed if h + HOUR <= now]
-        horizon = day_horizon(spec, day)
+        horizon = read.high
         gaps: list[str] = []
         proof = "sequence numbers" if spec.sequence is not None else "ingestion hours"
         gaps += (sequence_gaps or {}).get(day, [])
@@ -141,8 +130,8 @@ def completeness(
             # (`OFFSETS_NOT_READ`), never that their offsets were found whole.
             proof = (proofs or {}).get(day, OFFSETS_NOT_READ)
         elif by_offsets:
-            low, high = read_window(spec, *spec.grain.bounds(day))
-            window = set(hours(low, high))
+            high = read.high
+            window = set(read.hours())
             inside = files[
                 bisect_left(listed_hours, min(window, default=high)) : bisect_left(listed_hours, high)
             ]

@@ -1,7 +1,7 @@
 """Ingest one event-time window: read the archive hours that can hold it, write events and quarantine.
 
-The window [start, end) reads the ingestion hours of its read window (`hour_mapping.read_window`), which
-cover every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
+The window [start, end) reads the ingestion hours of its read window (the run's `hour_mapping.ReadPlan`),
+which cover every line attributed to it (see `parse`). Events and quarantine are each replaced for exactly
 the window in one Iceberg commit, so re-running a window is idempotent.
 """
 
@@ -32,10 +32,9 @@ from backfill_platform.pipeline.events.completeness import proves_by_offsets, to
 from backfill_platform.pipeline.events.parse import REASONS, parse_records
 from backfill_platform.pipeline.events.sequences import sequence_gaps
 from backfill_platform.pipeline.events.table_offsets import table_offset_gaps
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.pipeline.partitions import partition_of
-from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.grain import value_key
 from backfill_platform.specs.stream import StreamSpec, events_columns
 
@@ -127,19 +126,20 @@ def ingest_window(
     spark: SparkSession,
     spec: StreamSpec,
     archive: Archive,
-    start: datetime,
-    end: datetime,
+    plan: ReadPlan,
     properties: dict[str, str] | None = None,
     files: list[ArchiveFile] | None = None,
     erasure: Requests = NO_REQUESTS,
 ) -> IngestResult:
-    """Re-derive the events and quarantine of [start, end) from the archive; return the figures.
+    """Re-derive the events and quarantine of the partitions of `plan` (the run's read windows,
+    `ReadPlan.for_range`) from the archive; return the figures.
 
     `files`: the window's listing (`window_files`) when the caller already made it. `erasure`: the
     requests to honor: their subjects' admissible records are counted as erased and written nowhere, their
     quarantined ones keep file, line and reason without any text."""
     began = time.monotonic()
-    files = window_files(spec, archive, start, end) if files is None else files
+    start, end = plan.start, plan.end
+    files = window_files(archive, plan.window) if files is None else files
     # The tables' DDL is the run's first catalog call (over a second in a fresh JVM): it runs while the
     # main pass is planned and computed, and the writes wait for it.
     ddl = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ensure-stream-tables")
@@ -158,13 +158,13 @@ def ingest_window(
         quarantined = F.col("_reason").isNotNull() & ~F.col("_erased")  # whose text the quarantine keeps
         with uncompressed_cache(spark):
             classified = (
-                classify_window(records, spec, start, end)
+                classify_window(records, spec, plan)
                 .withColumn("line", F.when(quarantined, F.col("line")))
                 .withColumn("_raw", F.when(quarantined, F.col("_raw")))
                 .persist(StorageLevel.MEMORY_AND_DISK)
             )
             partitions = _figures(classified, spec, start, end)  # builds the cache
-        file_records, gaps, offset_proofs = _completeness_evidence(spark, spec, records, sorted(partitions))
+        file_records, gaps, offset_proofs = _completeness_evidence(spark, spec, records, plan)
         # `classified` is computed and cached now; its input need not hold memory any longer.
         records.unpersist()
         tables_ready.result()
@@ -187,7 +187,7 @@ def ingest_window(
             end,
             properties,
         )
-        _count_files_per_day(spec, files, partitions)
+        _count_files_per_day(plan, files, partitions)
     finally:
         ddl.shutdown(wait=True)
         for cached in (classified, records):
@@ -199,7 +199,7 @@ def ingest_window(
         seconds=time.monotonic() - began,
         events_snapshot_id=events_snapshot,
         quarantine_snapshot_id=quarantine_snapshot,
-        unlisted=unlisted_files(spec, archive),
+        unlisted=unlisted_files(spec, archive, plan),
         file_records=file_records,
         sequence_gaps=gaps,
         offset_proofs=offset_proofs,
@@ -215,16 +215,16 @@ def _archive_lines(spark: SparkSession, spec: StreamSpec, files: list[ArchiveFil
 
 
 def _completeness_evidence(
-    spark: SparkSession, spec: StreamSpec, records: DataFrame, days: list[str]
+    spark: SparkSession, spec: StreamSpec, records: DataFrame, plan: ReadPlan
 ) -> tuple[dict, dict[str, list], dict[str, str]]:
     """What proves the window's days whole beyond the hours: records per file (Kafka Connect offsets),
     holes in producers' sequence numbers and in a table archive's offsets, and each day's offset proof."""
     by_offsets = proves_by_offsets(spec)
     file_records = _records_per_file(records) if by_offsets and spec.archive.kafka_connect else {}
-    gaps = sequence_gaps(spark, records, spec, days) if spec.sequence else {}
+    gaps = sequence_gaps(spark, records, spec, plan) if spec.sequence else {}
     offset_proofs: dict[str, str] = {}
     if by_offsets and spec.archive.kafka_metadata is not None:
-        table_offsets = table_offset_gaps(records, spec, days, topic_edges_lookup(spec))
+        table_offsets = table_offset_gaps(records, spec, plan, topic_edges_lookup(spec))
         for day, problems in table_offsets.gaps.items():
             gaps.setdefault(day, []).extend(problems)
         offset_proofs = table_offsets.proofs
@@ -251,19 +251,19 @@ def _quarantine_rows(classified: DataFrame) -> DataFrame:
     )
 
 
-def _count_files_per_day(spec: StreamSpec, files: list[ArchiveFile], partitions: dict) -> None:
+def _count_files_per_day(plan: ReadPlan, files: list[ArchiveFile], partitions: dict) -> None:
     """Each day's `archive_files`: the files of its read window. Windows of neighbouring days overlap, so
     per-day counts do not add up to the run's. Files are listed hour by hour: their hours are sorted, and
     a day's window is a slice of them."""
     listed_hours = [f.ingestion_hour for f in files]
     for day, figures in partitions.items():
-        low, high = read_window(spec, *spec.grain.bounds(day))
-        figures.archive_files = bisect_left(listed_hours, high) - bisect_left(listed_hours, low)
+        window = plan.partitions[day]
+        figures.archive_files = bisect_left(listed_hours, window.high) - bisect_left(listed_hours, window.low)
 
 
-def window_files(spec: StreamSpec, archive: Archive, start: datetime, end: datetime) -> list[ArchiveFile]:
-    """The archive files the ingestion of [start, end) reads: those of its read window's hours."""
-    return list_files(archive, *read_window(spec, start, end))
+def window_files(archive: Archive, window: ReadWindow) -> list[ArchiveFile]:
+    """The archive files an ingestion reads: those of the hours of its read window."""
+    return list_files(archive, window.low, window.high)
 
 
 # Below this many events a write is about a second in one task: a range's sampling job (and its sort,
@@ -314,12 +314,9 @@ def _records_per_file(records: DataFrame) -> dict[str, int]:
     return {row["_source_file"]: row["count"] for row in rows}
 
 
-def unlisted_files(spec: StreamSpec, archive: Archive) -> list[UnlistedFile]:
+def unlisted_files(spec: StreamSpec, archive: Archive, plan: ReadPlan) -> list[UnlistedFile]:
     """What the archive holds that no window of the stream reads."""
-    first_hour = read_window(spec, *day_bounds(spec.first_partition))[0]
-    return archive.unlisted_files(
-        first_hour.replace(minute=0, second=0, microsecond=0), RecordFormat.of(spec.archive)
-    )
+    return archive.unlisted_files(plan.stream_first_hour, RecordFormat.of(spec.archive))
 
 
 def _figures(

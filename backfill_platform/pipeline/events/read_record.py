@@ -17,8 +17,8 @@ from datetime import datetime
 from dagster import AssetKey, AssetObservation, DagsterEventType, DagsterInstance
 
 from backfill_platform.dagster_internals import DATA_VERSION_TAG
-from backfill_platform.pipeline.archive.listing import ArchiveFile, hours, manifest_fingerprint
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping
+from backfill_platform.pipeline.archive.listing import ArchiveFile, manifest_fingerprint
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.pipeline.partitions import HOUR_KEY
 from backfill_platform.specs.stream import StreamSpec
 
@@ -32,16 +32,21 @@ def read_version(hour_versions: dict[str, str], window_hours: Iterable[str]) -> 
 
 
 def window_hours(spec: StreamSpec, partition: str) -> list[str]:
-    """The ingestion hours (keys) the partition `partition` (a day's or an hour's key) reads."""
-    low, high = ArchiveReadWindowMapping.for_stream(spec).hours_window(*spec.grain.bounds(partition))
-    return [h.strftime(HOUR_KEY) for h in hours(low, high)]
+    """The ingestion hours (keys) the partition `partition` (a day's or an hour's key) reads, asked of one
+    partition outside a run (the daily refresh compares them with the archive)."""
+    return _hour_keys(ReadWindow.of(spec, *spec.grain.bounds(partition)))
+
+
+def _hour_keys(window: ReadWindow) -> list[str]:
+    return [h.strftime(HOUR_KEY) for h in window.hours()]
 
 
 def read_observations(
-    key: AssetKey, spec: StreamSpec, files: list[ArchiveFile], days: Iterable[str], listed_at: datetime
+    key: AssetKey, plan: ReadPlan, files: list[ArchiveFile], days: Iterable[str], listed_at: datetime
 ) -> Iterator[AssetObservation]:
-    """One observation per committed day: the read version of the files the run listed, and when."""
-    for day, version in day_read_versions(spec, files, days).items():
+    """One observation per committed day (of the run's `plan`): the read version of the files the run
+    listed, and when."""
+    for day, version in day_read_versions(plan, files, days).items():
         yield AssetObservation(
             asset_key=key,
             partition=day,
@@ -50,13 +55,14 @@ def read_observations(
         )
 
 
-def day_read_versions(spec: StreamSpec, files: list[ArchiveFile], days: Iterable[str]) -> dict[str, str]:
-    """Each day's read version of `files` (a listing that covers the days' read windows)."""
+def day_read_versions(plan: ReadPlan, files: list[ArchiveFile], days: Iterable[str]) -> dict[str, str]:
+    """Each day's read version of `files` (a listing that covers the read windows of the days, partitions
+    of `plan`)."""
     by_hour: dict[str, list[ArchiveFile]] = defaultdict(list)
     for f in files:
         by_hour[f.ingestion_hour.strftime(HOUR_KEY)].append(f)
     versions = {hour: manifest_fingerprint(fs) for hour, fs in by_hour.items()}
-    return {day: read_version(versions, window_hours(spec, day)) for day in days}
+    return {day: read_version(versions, _hour_keys(plan.partitions[day])) for day in days}
 
 
 def recorded_read_versions(instance: DagsterInstance, key: AssetKey, days: list[str]) -> dict[str, str]:

@@ -10,29 +10,30 @@ last there free to continue other days'.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.specs.stream import StreamSpec
 
 MAX_NAMED = 5  # missing ranges named per day; the count says how many there are in all
 
 
 def sequence_gaps(
-    spark: SparkSession, records: DataFrame, spec: StreamSpec, days: list[str]
+    spark: SparkSession, records: DataFrame, spec: StreamSpec, plan: ReadPlan
 ) -> dict[str, list[str]]:
     """For each day, its producers' missing sequence ranges as problems, e.g.
     `sequence of producer_id p7: 1201-1249 missing (between files A and B)`; an empty list when none.
 
     `records` are the parsed records of the run's files (`parse.parse_records`, with `_sequence_key` and
-    `_sequence`); each is judged in the windows of every day that reads its ingestion hour.
+    `_sequence`); each is judged in the windows of every day of the run's `plan` that reads its
+    ingestion hour.
     """
+    days = plan.keys
     numbered = records.where(F.col("_sequence_key").isNotNull() & F.col("_sequence").isNotNull())
     seen = (
-        in_day_windows(numbered, day_windows(spark, spec, days))
+        in_day_windows(numbered, day_windows(spark, plan))
         .groupBy("_day", "_sequence_key", "_sequence")
         .agg(F.min("_source_file").alias("_file"))  # a number delivered twice: either copy shows it
     )
@@ -83,14 +84,10 @@ def holes_by_day(
     return counted, named
 
 
-def day_windows(spark: SparkSession, spec: StreamSpec, days: list[str]) -> DataFrame:
-    """(`_day`, `_low`, `_high`): the ingestion hours each day's run reads, to join records with."""
+def day_windows(spark: SparkSession, plan: ReadPlan) -> DataFrame:
+    """(`_day`, `_low`, `_high`): the ingestion hours each day of `plan` lists (its read window, the first
+    hour floored, as `listing.hours` lists it), to join records with."""
     return spark.createDataFrame(
-        [(day, *hours_read(spec, day)) for day in days], "_day string, _low timestamp, _high timestamp"
+        [(day, window.first_hour, window.high) for day, window in plan.partitions.items()],
+        "_day string, _low timestamp, _high timestamp",
     )
-
-
-def hours_read(spec: StreamSpec, day: str) -> tuple[datetime, datetime]:
-    """The ingestion hours a day's run lists: its read window, the first hour floored (`listing.hours`)."""
-    low, high = read_window(spec, *spec.grain.bounds(day))
-    return low.replace(minute=0, second=0, microsecond=0), high

@@ -19,13 +19,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.archive.topic_edges import TopicUnreachable, WindowEdges
-from backfill_platform.pipeline.events.sequences import (
-    MAX_NAMED,
-    day_windows,
-    holes_by_day,
-    hours_read,
-    in_day_windows,
-)
+from backfill_platform.pipeline.events.sequences import MAX_NAMED, day_windows, holes_by_day, in_day_windows
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.specs.stream import StreamSpec
 
 INSIDE = "Kafka offsets of the table's rows"
@@ -41,16 +36,16 @@ class TableOffsets:
 
 
 def table_offset_gaps(
-    records: DataFrame, spec: StreamSpec, days: list[str], edges: EdgesLookup | None = None
+    records: DataFrame, spec: StreamSpec, plan: ReadPlan, edges: EdgesLookup | None = None
 ) -> TableOffsets:
-    """For each day, the Kafka offsets missing inside its read window's rows, per partition, e.g.
+    """For each day of the run's `plan`, the Kafka offsets missing inside its read window's rows, per partition, e.g.
     `Kafka partition 2: offsets 1200-1249 missing from table raw_landing.playback (…)`; with `edges`
     (`archive.kafka_metadata.edges_from_topic`), also those the live topic holds for the window before its
     first row or after its last."""
-    table = spec.archive.iceberg_table
+    table, days = spec.archive.iceberg_table, plan.keys
     located = records.where(F.col("_kafka_partition").isNotNull() & F.col("_kafka_offset").isNotNull())
     seen = (
-        in_day_windows(located, day_windows(records.sparkSession, spec, days))
+        in_day_windows(located, day_windows(records.sparkSession, plan))
         .select("_day", "_kafka_partition", "_kafka_offset")
         .distinct()
     )
@@ -76,20 +71,20 @@ def table_offset_gaps(
         ):
             spans[row["_day"]][row["_kafka_partition"]] = (row["first"], row["last"])
         for day in days:
-            found, proof = _edges_of(spec, edges, day, spans.get(day, {}))
+            found, proof = _edges_of(spec, edges, plan.partitions[day], spans.get(day, {}))
             result.gaps[day] += found
             result.proofs[day] = proof
     return result
 
 
 def _edges_of(
-    spec: StreamSpec, edges: EdgesLookup, day: str, spans: dict[int, tuple[int, int]]
+    spec: StreamSpec, edges: EdgesLookup, read: ReadWindow, spans: dict[int, tuple[int, int]]
 ) -> tuple[list[str], str]:
-    """A day's edge problems against the live topic, and the proof they amount to."""
+    """A day's edge problems against the live topic (over the hours its window `read` lists), and the proof
+    they amount to."""
     topic, table = spec.archive.kafka_metadata.topic, spec.archive.iceberg_table
-    low, high = hours_read(spec, day)
     try:
-        window = edges(topic, low, high)
+        window = edges(topic, read.first_hour, read.high)
     except TopicUnreachable as error:
         logging.getLogger(__name__).warning("no edge proof for %s: %s", spec.name, error)
         return [], f"{INSIDE} only (the topic could not be asked: {error})"

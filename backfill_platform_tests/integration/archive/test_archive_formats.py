@@ -25,6 +25,7 @@ from backfill_platform.pipeline.archive.listing import hour_of
 from backfill_platform.pipeline.archive.records import iter_lines
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform.specs.stream import StreamSpec
@@ -92,7 +93,7 @@ def _convert(source: Path, target: Path, fmt: str, playback: StreamSpec) -> dict
 
 
 def _read_and_figures(spark, spec: StreamSpec):
-    result = ingest_window(spark, spec, archive_for(spec), *WINDOW)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, *WINDOW))
     events = spark.table(events_table(spark, spec)).where(F.col("event_time") >= WINDOW[0])
     quarantine = spark.table(quarantine_table(spark, spec))
     return result, events, quarantine

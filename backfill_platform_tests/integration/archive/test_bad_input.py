@@ -16,6 +16,7 @@ from backfill_platform.devtools.generator.corpus import DAY1, DAY2, INVALID_UTF8
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.checks import reconciliation_check
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
 
 STREAM = "playback_corpus"
@@ -37,7 +38,7 @@ def stream(playback, corpus):
 
 @pytest.fixture(scope="module")
 def ingested(spark, stream, corpus):
-    return ingest_window(spark, stream, archive_for(stream), START, END)
+    return ingest_window(spark, stream, archive_for(stream), ReadPlan.for_range(stream, START, END))
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +175,7 @@ def test_damaged_files_are_named_in_quarantine(ingested, quarantine, events):
 
 
 def test_a_rerun_is_identical(spark, stream, ingested, quarantine):
-    again = ingest_window(spark, stream, archive_for(stream), START, END)
+    again = ingest_window(spark, stream, archive_for(stream), ReadPlan.for_range(stream, START, END))
     assert {d: vars(p) for d, p in again.partitions.items()} == {
         d: vars(p) for d, p in ingested.partitions.items()
     }

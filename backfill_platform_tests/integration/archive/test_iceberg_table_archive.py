@@ -29,7 +29,7 @@ from backfill_platform.pipeline.archive.iceberg_table import table_archive
 from backfill_platform.pipeline.archive.listing import list_files
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.read_record import day_read_versions
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.pipeline.names import quarantine_table
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
 from backfill_platform.specs.loader import SpecSet, builtin_spec_data
@@ -96,7 +96,8 @@ def test_plan_counts_rows_per_day_from_metadata(landing):
     spec = table_spec("kc_table", "raw_landing.kc_table")
     plan = build_plan(spec, [], START, D2 + timedelta(days=1))
     for day_plan in plan.partitions:
-        low, high = read_window(spec, *day_bounds(day_plan.key))
+        read = ReadWindow.of(spec, *day_bounds(day_plan.key))
+        low, high = read.low, read.high
         low = low.replace(minute=0)
         expected = sum(1 for r in rows if low <= r["_kafka_metadata_timestamp"] < high)
         assert day_plan.lines == expected and day_plan.offset_gaps == []
@@ -107,10 +108,11 @@ def test_late_appends_change_exactly_their_days_and_a_compaction_nothing(spark, 
     catalog, table, _rows, _truth = landing
     spec = table_spec("kc_table", "raw_landing.kc_table")
     days = [START.isoformat(), D2.isoformat()]
-    first, end = read_window(spec, *day_bounds(START))[0], read_window(spec, *day_bounds(D2))[1]
+    plan = ReadPlan.for_partitions(spec, days)
+    first, end = plan.window.low, plan.window.high
 
     def versions() -> dict[str, str]:
-        return day_read_versions(spec, list_files(table_archive(spec.archive, catalog), first, end), days)
+        return day_read_versions(plan, list_files(table_archive(spec.archive, catalog), first, end), days)
 
     before = versions()
     # A compaction rewrites every data file into new ones (a `replace` snapshot): no day changes.
@@ -229,13 +231,14 @@ def test_a_merge_on_read_delete_is_reported_not_read_as_new_data(spark):
     append_commits(table, rows)
     spark.sql(f"ALTER TABLE lake.{identifier} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
     spec = table_spec("kc_mor", identifier)
-    first, end = read_window(spec, *day_bounds(START))
+    plan = ReadPlan.for_partitions(spec, [START])
+    first, end = plan.window.low, plan.window.high
     archive = table_archive(spec.archive, catalog)
-    before = day_read_versions(spec, list_files(archive, first, end), [START.isoformat()])
+    before = day_read_versions(plan, list_files(archive, first, end), [START.isoformat()])
     spark.sql(
         f"DELETE FROM lake.{identifier} WHERE _kafka_metadata_partition = 0 AND _kafka_metadata_offset < 3"
     )
-    after = day_read_versions(spec, list_files(archive, first, end), [START.isoformat()])
+    after = day_read_versions(plan, list_files(archive, first, end), [START.isoformat()])
     assert after == before
     assert [(r.rows_removed, r.hours) for r in archive.removals] == [(3, [])]
     assert "through delete files" in archive.removals[0].describe(identifier)

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.durations import midnight
@@ -176,7 +177,12 @@ def test_a_nested_field_of_the_wrong_shape_is_an_invalid_field(tmp_path, spark):
     (folder / "part.jsonl.gz").write_bytes(
         gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode())
     )
-    ingest_window(spark, spec, archive_for(spec), midnight(START), midnight(START) + timedelta(days=1))
+    ingest_window(
+        spark,
+        spec,
+        archive_for(spec),
+        ReadPlan.for_range(spec, midnight(START), midnight(START) + timedelta(days=1)),
+    )
     rows = {r["event_id"]: r for r in spark.table(events_table(spark, spec)).collect()}
     assert set(rows) == {"ok", "no_context", "number_as_text", "v1_own_context"}
     assert rows["v1_own_context"]["context_device_type"] == "tv"

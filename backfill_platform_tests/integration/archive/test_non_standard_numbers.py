@@ -28,6 +28,7 @@ from backfill_platform.operations.plan import build_plan, plan_summary
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, production_table, quarantine_table
 from backfill_platform.specs.durations import midnight
 from backfill_platform.specs.stream import StreamSpec
@@ -121,7 +122,10 @@ def archive(tmp_path_factory) -> Path:
 def ingested(request, spark, archive):
     spec = _spec(f"python_producer_{request.param}", archive, request.param)
     result = ingest_window(
-        spark, spec, archive_for(spec), midnight(START), midnight(START) + timedelta(days=1)
+        spark,
+        spec,
+        archive_for(spec),
+        ReadPlan.for_range(spec, midnight(START), midnight(START) + timedelta(days=1)),
     )
     events = {r["event_id"]: r.asDict() for r in spark.table(events_table(spark, spec)).collect()}
     held = {r["line"]: r.asDict() for r in spark.table(quarantine_table(spark, spec)).collect()}

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
@@ -82,7 +83,7 @@ def quarantined(spark, spec) -> dict[str, dict]:
 def test_every_version_is_upcast_to_the_latest(tmp_path, spark, record, expected):
     spec = stream_in(tmp_path)
     deliver(spec, datetime(2026, 10, 1, 10, tzinfo=UTC), [record])
-    ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY2))
     row = events(spark, spec)["a"]
     assert {k: row[k] for k in expected} == expected
     assert set(row) >= set(spec.latest.fields)
@@ -93,7 +94,7 @@ def test_three_hours_late_across_midnight_lands_in_its_event_day(tmp_path, spark
     spec = stream_in(tmp_path)
     event_time = datetime(2026, 10, 1, 23, 40, tzinfo=UTC)
     deliver(spec, datetime(2026, 10, 2, 2, tzinfo=UTC), [v1("late", event_time)])  # ingested 3 h later
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY3))
     row = events(spark, spec)["late"]
     assert row["event_time"] == event_time.replace(tzinfo=None)
     assert row["_ingestion_time"] == datetime(2026, 10, 2, 2)
@@ -101,7 +102,7 @@ def test_three_hours_late_across_midnight_lands_in_its_event_day(tmp_path, spark
     assert result.partitions["2026-10-02"].records == 0
 
     # Re-deriving day 1 alone still finds it: the window reads the lateness horizon past midnight.
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY2))
     assert result.partitions["2026-10-01"].written == 1
     assert "late" in events(spark, spec)
 
@@ -112,7 +113,7 @@ def test_beyond_allowed_lateness_is_quarantined_in_the_ingestion_day_and_counted
     deliver(spec, datetime(2026, 10, 2, 9, tzinfo=UTC), [v1("too-late", event_time)])  # 21 h late > 8 h
     ahead = datetime(2026, 10, 2, 10, 50, tzinfo=UTC)  # producer clock 50 min ahead of its 10:00 bucket
     deliver(spec, datetime(2026, 10, 2, 9, tzinfo=UTC), [v1("ahead", ahead)], name="part-0002")
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY3))
     assert "too-late" not in events(spark, spec)
     assert result.partitions["2026-10-01"].records == 0
     day2 = result.partitions["2026-10-02"]
@@ -139,7 +140,7 @@ def test_bad_lines_are_quarantined_with_reason_line_and_raw_text(tmp_path, spark
         v1("ok", at),  # the same line again: a duplicate delivery
     ]
     deliver(spec, datetime(2026, 10, 1, 5, tzinfo=UTC), bad)
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY2))
     figures = result.partitions["2026-10-01"]
     assert (figures.records, figures.written, figures.duplicates) == (8, 1, 1)
     reasons = {int(key.split(":")[1]): row["reason"] for key, row in quarantined(spark, spec).items()}
@@ -160,7 +161,7 @@ def test_conflicting_payloads_are_counted_and_the_losing_one_kept(tmp_path, spar
     at = datetime(2026, 10, 1, 8, 0, tzinfo=UTC)
     deliver(spec, datetime(2026, 10, 1, 8, tzinfo=UTC), [v1("dup", at)])
     deliver(spec, datetime(2026, 10, 1, 9, tzinfo=UTC), [v1("dup", at, position_sec=99)])
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY2))
     figures = result.partitions["2026-10-01"]
     assert (figures.written, figures.duplicates, figures.conflicting_ids) == (1, 0, 1)
     assert figures.quarantined["conflicting_duplicate"] == 1
@@ -182,7 +183,7 @@ def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path,
         [v1("a", datetime(2026, 10, 1, 7, 5, tzinfo=UTC))],
         name="p+1%",
     )
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY2))
     assert result.partitions["2026-10-01"].written == 1
     assert events(spark, spec)["a"]["_source_file"] == "dt=2026-10-01/hour=07/p+1%.jsonl.gz"
 
@@ -198,7 +199,7 @@ def test_cast_and_drop_steps_upcast_and_a_lossy_cast_is_an_invalid_field(tmp_pat
     at = datetime(2026, 10, 1, 6, 10, tzinfo=UTC)
     records = [v1("whole", at, position_sec=12.0, legacy="x"), v1("half", at, position_sec=12.5, legacy="x")]
     deliver(spec, datetime(2026, 10, 1, 6, tzinfo=UTC), records)
-    ingest_window(spark, spec, archive_for(spec), DAY1, DAY2)
+    ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY2))
     rows = events(spark, spec)
     assert set(rows) == {"whole"} and "legacy" not in rows["whole"]
     assert rows["whole"]["position_sec"] == 12 and rows["whole"]["device_type"] == "tv"
@@ -229,7 +230,10 @@ def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
     records = [v2(name, hour) | {"event_time": value} for name, value in (good | bad).items()]
     deliver(spec, hour, [json.dumps(r) for r in records])
     ingest_window(
-        spark, spec, archive_for(spec), hour.replace(hour=0), hour.replace(hour=0) + timedelta(days=1)
+        spark,
+        spec,
+        archive_for(spec),
+        ReadPlan.for_range(spec, hour.replace(hour=0), hour.replace(hour=0) + timedelta(days=1)),
     )
     rows = events(spark, spec)
     scale = {"epoch_seconds": 1_000_000, "epoch_micros": 1}[time_format]
@@ -268,7 +272,10 @@ def test_iso_times_are_read_with_or_without_a_zone_and_anything_else_is_unparsea
     records = [v1(name, hour, event_time=value) for name, value in (good | bad).items()]
     deliver(spec, hour, [json.dumps(r) for r in records])
     ingest_window(
-        spark, spec, archive_for(spec), hour.replace(hour=0), hour.replace(hour=0) + timedelta(days=1)
+        spark,
+        spec,
+        archive_for(spec),
+        ReadPlan.for_range(spec, hour.replace(hour=0), hour.replace(hour=0) + timedelta(days=1)),
     )
     rows = events(spark, spec)
     for name, value in good.items():
@@ -333,7 +340,7 @@ def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_
     large = [v1(f"l{i}", DAY2 + timedelta(hours=5, seconds=i)) for i in range(200)] + ["{bad"] * 3
     deliver(spec, DAY1 + timedelta(hours=5), small)
     deliver(spec, DAY2 + timedelta(hours=5), large)
-    result = ingest_window(spark, spec, archive_for(spec), DAY1, DAY3)
+    result = ingest_window(spark, spec, archive_for(spec), ReadPlan.for_range(spec, DAY1, DAY3))
     verdicts = {v.partition: v for v in quarantine_ratio_check(spec, result)}
     small_day, large_day = verdicts[DAY1.date().isoformat()], verdicts[DAY2.date().isoformat()]
     assert (small_day.metadata["read"], small_day.metadata["quarantined"]) == (96, 1)

@@ -27,8 +27,9 @@ from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.archive.stream_archive import archive_for
-from backfill_platform.pipeline.events.days_before import DaysBefore, days_before
 from backfill_platform.pipeline.events.ingest import window_files
+from backfill_platform.pipeline.events.partitions_before import PartitionsBefore, partitions_before
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions, latest_shadow_rows
 from backfill_platform.pipeline.run_settings import (
     PARTITIONS_BEFORE_TAG,
@@ -161,16 +162,19 @@ def test_a_source_day_whose_read_window_changed_is_ingested_again(first_backfill
         }
     )
 
-    def decided() -> DaysBefore:
-        files = window_files(stream, archive_for(stream), *day_bounds(BEFORE, DAYS[-1]))
-        return days_before(join_env, spark, IMPRESSIONS_EVENTS, stream, files, DAILY.start(DAYS[0]), 1)
+    def decided() -> PartitionsBefore:
+        plan = ReadPlan.for_range(stream, *day_bounds(BEFORE, DAYS[-1]))
+        files = window_files(archive_for(stream), plan.window)
+        return partitions_before(
+            join_env, spark, IMPRESSIONS_EVENTS, stream, files, plan, DAILY.start(DAYS[0])
+        )
 
-    assert decided() == DaysBefore(as_they_are={BEFORE: f"ingested in run {first_run}, unchanged"})
+    assert decided() == PartitionsBefore(as_they_are={BEFORE: f"ingested in run {first_run}, unchanged"})
     late = copy / "2026" / "10" / "01" / "20" / "impressions-2026-10-01-20-late-0001.jsonl.gz"
     late.write_bytes(
         gzip.compress(b'{"event_id": "late-0", "event_time": "2026-10-01T20:10:00Z"}\n', mtime=0)
     )
-    assert decided() == DaysBefore(ingest=[BEFORE])
+    assert decided() == PartitionsBefore(ingest=[BEFORE])
 
 
 def test_the_partitions_before_tag_is_read_strictly():

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.pipeline.validation.checksums import checksum
 from backfill_platform.specs.durations import DAY, midnight
@@ -102,11 +103,11 @@ def test_quarantine_holds_each_bad_line_once_with_its_reason(materialized, truth
 
 def test_rerun_gives_identical_rows_and_checksums(truth, data_dir, spark, playback):
     stream = stream_copy(playback, data_dir, "playback_rerun")  # its own tables: the session's are only read
-    ingest_window(spark, stream, archive_for(stream), *WINDOW)
+    ingest_window(spark, stream, archive_for(stream), ReadPlan.for_range(stream, *WINDOW))
     table = events_table(spark, stream)
     before = checksum(spark.table(table))
     quarantine_before = checksum(spark.table(quarantine_table(spark, stream)))
-    ingest_window(spark, stream, archive_for(stream), *WINDOW)
+    ingest_window(spark, stream, archive_for(stream), ReadPlan.for_range(stream, *WINDOW))
     assert checksum(spark.table(table)) == before
     assert checksum(spark.table(quarantine_table(spark, stream))) == quarantine_before
     assert before.rows > 0

@@ -25,6 +25,7 @@ from backfill_platform.lakehouse.schema import SchemaConflict
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import ingest_window
+from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, production_table, shadow_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
@@ -194,7 +195,7 @@ def test_rerunning_the_day_gives_identical_rows(evolved, spark, spark_resource, 
 def test_a_changed_type_is_refused_naming_table_column_and_types(evolved, spark, tables):
     stream = stream_spec(True, app_version_type="long")
     with pytest.raises(SchemaConflict) as refused:
-        ingest_window(spark, stream, archive_for(stream), *day_bounds(DAY2))
+        ingest_window(spark, stream, archive_for(stream), ReadPlan.for_range(stream, *day_bounds(DAY2)))
     message = str(refused.value)
     assert tables["events"] in message and "'app_version'" in message
     assert "is string in the table" in message and "declares bigint" in message

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.listing import hours
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadWindow
 from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform.specs.loader import SpecSet
@@ -69,7 +69,7 @@ def read_hours(stream: StreamSpec, day: str) -> set[str]:
     """What `ingest_window` lists for a day (the reference the mapping must match), within the archive."""
     first = ingestion_partitions(stream).start
     return {
-        hour_key(h) for h in hours(*read_window(stream, midnight(day), midnight(day) + DAY)) if h >= first
+        hour_key(h) for h in ReadWindow.of(stream, midnight(day), midnight(day) + DAY).hours() if h >= first
     }
 
 
@@ -78,7 +78,7 @@ def settles_at(stream: StreamSpec, day: str) -> datetime:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The mapping, against `read_window` + `hours()` (what the events asset really reads)
+# The mapping, against `ReadWindow.hours()` (what the events asset really reads)
 
 
 @pytest.mark.parametrize("changes", MAPPING_SETTINGS.values(), ids=MAPPING_SETTINGS.keys())

@@ -14,7 +14,7 @@ from dagster import AssetKey
 
 from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.listing import hours
-from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, read_window
+from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadWindow
 from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import HOUR
@@ -47,7 +47,7 @@ def hour_keys(first: datetime, last: datetime) -> list[str]:
 def read_hours(stream, key: str) -> set[str]:
     """The ingestion hours an event hour's run lists (`ingest_window`), within the archive."""
     first = ingestion_partitions(stream).start
-    return {HOURLY.key(h) for h in hours(*read_window(stream, *HOURLY.bounds(key))) if h >= first}
+    return {HOURLY.key(h) for h in ReadWindow.of(stream, *HOURLY.bounds(key)).hours() if h >= first}
 
 
 def test_the_mapping_maps_an_event_hour_to_exactly_the_ingestion_hours_it_reads(hourly):

@@ -28,8 +28,7 @@ from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.operations.status import dataset_status
 from backfill_platform.orchestration.factory import build_definitions
-from backfill_platform.pipeline.archive.listing import hours
-from backfill_platform.pipeline.hour_mapping import read_window
+from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.pipeline.ledger.commits import commit_days, production_commits
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.names import production_table
@@ -201,7 +200,7 @@ def test_a_late_file_changes_only_its_hour_and_its_new_york_day(converged, specs
 
     # What was re-promoted: exactly the hours whose read windows hold the file's ingestion hour (lateness +
     # skew + 2 h of them, not the day), and the New York days holding those hours.
-    window = lambda key: hours(*read_window(stream, *HOURLY.bounds(key)))  # noqa: E731
+    window = lambda key: ReadWindow.of(stream, *HOURLY.bounds(key)).hours()  # noqa: E731
     readers = {key for key in before if late["ingestion_hour"] in window(key)}
     assert late_hour in readers and len(readers) <= 12
     reader_days = {NEW_YORK.key(HOURLY.start(key)) for key in readers}

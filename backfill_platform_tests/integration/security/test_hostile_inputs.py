@@ -48,6 +48,7 @@ def test_an_events_window_over_a_hostile_archive_stores_nothing_from_outside(spa
     from backfill_platform.pipeline.archive.boundary import is_refusal
     from backfill_platform.pipeline.archive.stream_archive import archive_for
     from backfill_platform.pipeline.events.ingest import ingest_window
+    from backfill_platform.pipeline.hour_mapping import ReadPlan
     from backfill_platform.pipeline.names import events_table, quarantine_table
 
     folder = data_dir / "issue30_hostile"
@@ -56,7 +57,9 @@ def test_an_events_window_over_a_hostile_archive_stores_nothing_from_outside(spa
         archive = playback.archive.model_copy(update={"location": str(root.relative_to(data_dir))})
         stream = playback.model_copy(update={"name": "issue30_hostile", "archive": archive})
         start = datetime(2026, 10, 1, tzinfo=UTC)
-        result = ingest_window(spark, stream, archive_for(stream), start, start + timedelta(days=1))
+        result = ingest_window(
+            spark, stream, archive_for(stream), ReadPlan.for_range(stream, start, start + timedelta(days=1))
+        )
         stored = [*spark.table(events_table(spark, stream)).collect()]
         stored += spark.table(quarantine_table(spark, stream)).collect()
         assert stored and not any("host-file-line" in str(row) for row in stored)
