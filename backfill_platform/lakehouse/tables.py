@@ -84,7 +84,7 @@ def ensure_table(
 def read_at(spark: SparkSession, identifier: str, snapshot_id: int | None) -> DataFrame:
     """The rows of the table at `snapshot_id` (None: as it is now, e.g. a table without snapshots),
     with the table's current columns: a column added since reads as null, as it does for rows written
-    before it. Spark's row hashes skip nulls, so a fingerprint (`validation.checksums`) is the same as
+    before it. Spark's row hashes skip nulls, so a fingerprint (`validation.fingerprints`) is the same as
     of the snapshot under its own schema.
 
     Read `VERSION AS OF` (the snapshot's own schema) and the added columns filled with typed nulls here:

@@ -1,8 +1,9 @@
 """One line per failed check and day, with the numbers the check recorded.
 
 The verdicts come from the run's `AssetCheckEvaluation`s (read back from the Dagster instance), whose
-metadata carries each day's figures (see `pipeline/events/checks.py`, `pipeline/shadow/validate.py`). A check this module
-does not know is described by its numeric metadata, so a new check is never reported as a bare name.
+metadata carries each day's figures (see `pipeline/events/checks.py`, `pipeline/shadow/checks.py`). A
+check this module does not know is described by its numeric metadata, so a new check is never reported as
+a bare name.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from backfill_platform.pipeline.events.checks import (
     RECORDS_PRESENT,
     SETTLED,
 )
-from backfill_platform.pipeline.shadow.validate import CHECKSUMS, DIVERGENCE, EVENTS_VALIDATED, ROW_COUNTS
+from backfill_platform.pipeline.shadow.checks import CHECKSUMS, DIVERGENCE, EVENTS_VALIDATED, ROW_COUNTS
 
 QUARANTINED_PREFIX = "quarantined_"
 

@@ -32,8 +32,8 @@ from backfill_platform.operations.ledger_view import (
 )
 from backfill_platform.operations.ranges import partition_noun
 from backfill_platform.pipeline.shadow.inputs import source_days
-from backfill_platform.pipeline.validation.checksums import Fingerprint, fingerprint_sum
 from backfill_platform.pipeline.validation.day_inputs import DayInputs
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, fingerprint_sum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec

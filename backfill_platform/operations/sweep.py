@@ -4,9 +4,10 @@ Two independent questions per partition of production (or of a range), a day or 
 dataset:
 
 - **The events' invariants.** The shadow checks `row_counts_per_bucket` and `checksums_per_bucket`
-  (`pipeline/shadow/validate.py`) are run again, unchanged, on production instead of a shadow: per bucket (the
-  dataset's `bucket_columns`: the partition, or day and hour) the rows and reconciliation sums the events
-  table implies (`expected_rows`, `reconciliation`) against production's row counts and column sums.
+  (`pipeline/shadow/checks.py`, their verdicts in `pipeline/validation/bucket_verdicts.py`) are run again,
+  unchanged, on production instead of a shadow: per bucket (the dataset's `bucket_columns`: the
+  partition, or day and hour) the rows and reconciliation sums the events table implies (`expected_rows`,
+  `reconciliation`) against production's row counts and column sums.
   A partition fails when events were re-derived after its promotion, when an adopted (unvalidated) day
   is wrong, or when someone changed the rows.
 - **The fingerprint.** Production's (rows, row hash sum) of the partition against the shadow fingerprint
@@ -39,16 +40,16 @@ from backfill_platform.operations.ledger_view import (
 from backfill_platform.operations.ranges import bound, option_text
 from backfill_platform.pipeline.names import events_table, production_table
 from backfill_platform.pipeline.partitions import partition_of
-from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
+from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform.pipeline.tables.dataset_tables import read_range, with_declared_columns
+from backfill_platform.pipeline.validation.bucket_verdicts import checksum_verdicts, row_count_verdicts
 from backfill_platform.pipeline.validation.buckets import (
     Bucket,
     BucketFigures,
     actual_figures,
     events_figures,
-    partition_fingerprints,
 )
-from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
@@ -155,7 +156,10 @@ def sweep(
     fingerprints = partition_fingerprints(production, spec, keys)
     verdicts = {
         (v.check, v.partition): v
-        for v in [*row_count_check(keys, expected, actual), *checksum_check(spec, keys, expected, actual)]
+        for v in [
+            *row_count_verdicts(ROW_COUNTS, keys, expected, actual),
+            *checksum_verdicts(CHECKSUMS, spec, keys, expected, actual),
+        ]
     }
     swept = []
     for key in keys:

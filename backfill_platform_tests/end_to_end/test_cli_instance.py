@@ -23,7 +23,7 @@ import yaml
 from backfill_platform import settings
 from backfill_platform.operations import submit
 from backfill_platform.operations.explain import describe
-from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
+from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform_tests.support.dagster_dev import SUBMIT_DATASET, SUBMIT_STREAM
 from backfill_platform_tests.support.lakehouse import catalog_of
 from backfill_platform_tests.support.processes import free_port

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from backfill_platform.lakehouse.tables import read_at
 from backfill_platform.operations.submit import asset_statuses
 from backfill_platform.pipeline.promotion.promote import ACTION, RANGE_END, RANGE_START
-from backfill_platform.pipeline.shadow.validate import CHECK_DESCRIPTIONS
+from backfill_platform.pipeline.shadow.checks import CHECK_DESCRIPTIONS
 from backfill_platform_tests.support.dagster_dev import (
     JOIN_BACKFILL_ASSETS,
     JOIN_DAY_AFTER,

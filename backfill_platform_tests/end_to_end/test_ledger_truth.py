@@ -37,8 +37,7 @@ from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.buckets import partition_fingerprints
-from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
 from backfill_platform_tests.support.datasets import dataset, production, run, write_dataset_spec
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 from backfill_platform_tests.support.session import D1, D2, D3, REPO_ROOT

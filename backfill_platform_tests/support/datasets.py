@@ -17,7 +17,7 @@ from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TA
 from backfill_platform.pipeline.names import production_key, production_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.validation.checksums import checksum
+from backfill_platform.pipeline.validation.fingerprints import checksum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.session import range_tags

@@ -40,7 +40,7 @@ from backfill_platform.pipeline.partitions import partition_of, run_partitions_a
 from backfill_platform.pipeline.run_settings import PARTITIONS_BEFORE_TAG, EventsConfig, step_settings
 from backfill_platform.pipeline.run_tags import run_properties
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints_and_nulls
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, day_fingerprints_and_nulls
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.pipeline.validation.verdicts import (
     PartitionVerdict,

@@ -1,8 +1,11 @@
-"""Blocking checks of the events asset, one verdict per day: reconciliation, quarantine ratio, schema,
-records present, settled.
+"""The events' checks, one verdict per day: reconciliation, quarantine ratio, schema, records present,
+settled.
 
-Each check reads the tables back rather than trusting the figures the ingestion computed, and carries
-that day's numbers as metadata.
+A check module: reconciliation reads the tables back rather than trusting the figures the ingestion
+computed, then judges the balance (`reconciliation_verdicts`); the schema check runs pandera
+(`validation.schema`). The other verdicts are pure, over the events stage's own figures (`IngestResult`,
+`DayCompleteness`), so they sit here beside those types rather than in `pipeline/validation/`, which the
+layers keep below the stages. Each verdict carries that day's numbers as metadata.
 """
 
 from __future__ import annotations
@@ -64,11 +67,20 @@ def reconciliation_check(
 ) -> list[PartitionVerdict]:
     """records read = rows in the events table + duplicates removed + rows in quarantine + erased, per day.
 
-    `written` is the events rows per day as read back from the table the run committed.
+    `written` is the events rows per day as read back from the table the run committed; the quarantine's
+    are read back here.
     """
     quarantined = _counts_by_partition(
         spark, quarantine_table(spark, spec), "attributed_time", spec.grain, start, end
     )
+    return reconciliation_verdicts(result, written, quarantined)
+
+
+def reconciliation_verdicts(
+    result: IngestResult, written: dict[str, int], quarantined: dict[str, int]
+) -> list[PartitionVerdict]:
+    """Each day's balance of what the run read against what the tables hold (`written` events rows and
+    `quarantined` rows per day, read back): zero, or the records unaccounted for."""
     verdicts = []
     for day, figures in sorted(result.partitions.items()):
         in_events, in_quarantine = written.get(day, 0), quarantined.get(day, 0)

@@ -25,9 +25,9 @@ from backfill_platform.lakehouse.snapshots import top_level_columns
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, ensure_table, table_id
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
-from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
-from backfill_platform.pipeline.validation.outcome import ShadowValidation
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.shadow_validation import ShadowValidation
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import value_key
 

@@ -41,7 +41,7 @@ from backfill_platform.pipeline.ledger.ledger import (
 from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.run_tags import REASON, RUN_ID
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 
 Key = tuple[str, str, str]  # (version, partition key, run_id) of a ledger row

@@ -18,10 +18,14 @@ from backfill_platform.pipeline.erasure.proof import (
     PRODUCTION_DESCRIPTION,
     held_subject_column,
     honored_requests,
-    production_erasure_verdicts,
 )
-from backfill_platform.pipeline.names import production_key, production_table, shadow_key
+from backfill_platform.pipeline.names import production_key, shadow_key
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
+from backfill_platform.pipeline.promotion.checks import (
+    PROMOTION_VERIFIED,
+    PROMOTION_VERIFIED_DESCRIPTION,
+    production_checks,
+)
 from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.run_settings import (
     PROMOTION_POLICY_TAG,
@@ -31,19 +35,13 @@ from backfill_platform.pipeline.run_settings import (
 )
 from backfill_platform.pipeline.run_tags import run_properties
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.buckets import failing_bucket_rows, table_partition
-from backfill_platform.pipeline.validation.metadata_tables import metadata_table
 from backfill_platform.pipeline.validation.verdicts import (
-    PartitionVerdict,
     check_evaluations,
     check_outputs,
     judged_materializations,
 )
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
-
-PROMOTION_VERIFIED = "promotion_verified"
 
 
 def build_production_asset(
@@ -55,7 +53,7 @@ def build_production_asset(
     key = production_key(spec)
     primary = next(s for s in sources if s.name == spec.primary_stream)
     version = spec.active_version
-    checks = {PROMOTION_VERIFIED: "production equals the shadow, bucket by bucket, after the promotion"}
+    checks = {PROMOTION_VERIFIED: PROMOTION_VERIFIED_DESCRIPTION}
     holds_subject = held_subject_column(spec, sources) is not None
     if holds_subject:
         checks[ERASURE_HONORED] = PRODUCTION_DESCRIPTION
@@ -105,22 +103,7 @@ def build_production_asset(
                     "revert": MetadataValue.text(revert),
                 },
             )
-        verdicts = []
-        for partition in promotion.partitions:
-            mismatches = {b: d for b, d in promotion.mismatched_buckets.items() if b[0] == partition}
-            metadata = {
-                "buckets_differing": len(mismatches),
-                "differences": metadata_table(*failing_bucket_rows(mismatches, "difference", 20)),
-            }
-            verdicts.append(PartitionVerdict(PROMOTION_VERIFIED, partition, not mismatches, metadata))
-        if holds_subject and promotion.partitions:
-            session = spark.spark_session
-            promoted = read_range(
-                session, production_table(session, spec), spec, start, end, promotion.snapshot_id
-            )
-            verdicts += production_erasure_verdicts(
-                session, spec, sources, promoted, table_partition(spec), promotion.partitions
-            )
+        verdicts = production_checks(spark.spark_session, spec, sources, promotion, holds_subject)
         selected = {check.name for check in context.selected_asset_check_keys}
         targets = judged_materializations(context, key, promotion.partitions)
         yield from check_evaluations(key, verdicts, selected, per_day, targets)

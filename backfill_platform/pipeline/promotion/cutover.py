@@ -11,8 +11,7 @@ from pyspark.sql import SparkSession
 
 from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.pipeline.names import production_table, shadow_table
-from backfill_platform.pipeline.tables.dataset_tables import columns_ddl
-from backfill_platform.pipeline.validation.buckets import table_partition
+from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, table_partition
 from backfill_platform.pipeline.validation.divergence import Divergence, compare
 from backfill_platform.specs.common import check_identifier
 from backfill_platform.specs.dataset import DatasetSpec

@@ -3,8 +3,9 @@
 Dagster's blocking checks skip production within the run that failed them; the gate also holds when
 production is materialized alone later, or from the command line. It compares what is about to be
 promoted — partition by partition, by row count and order-independent hash sum — with what the last
-validation of that partition recorded in the ledger. It judges each day on its own (`gate_problems`), so
-that a promotion can either refuse the whole range or publish only the days that pass.
+validation of that partition recorded in the ledger. This module reads the ledger (`gate_partitions`) and
+leaves the decision to the pure `validation.promotion_verdicts.gate_decision`, which judges each day on
+its own, so that a promotion can either refuse the whole range or publish only the days that pass.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
-from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.pipeline.validation.day_inputs import DayInputs
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.promotion_verdicts import GateDecision, gate_decision
 from backfill_platform.specs.dataset import DatasetSpec
 
 
@@ -21,52 +23,19 @@ class PromotionRefused(RuntimeError):
     """Promotion would publish data that was not validated; production is left untouched."""
 
 
-def gate_problems(
+def gate_partitions(
     spark: SparkSession,
     spec: DatasetSpec,
     version: str,
     shadow: dict[str, Fingerprint],
     days: list[str],
     inputs: dict[str, DayInputs],
-) -> tuple[dict[str, dict], dict[str, str]]:
-    """Judge each day on its own: (the ledger rows that validated the promotable days, day → reason
-    for the others). Every day of `days` is in exactly one of the two.
-
-    A day is promotable when its latest validation passed its blocking checks, the shadow still holds
-    exactly what was validated (`shadow`: each day's fingerprint about to be promoted), and its inputs are
-    still the ones it was computed from: `inputs` is what each day reads from every source now
-    (`shadow.inputs`), and a validation computed from other events (re-derived since, in any source) is
-    stale, however good its verdicts were.
-    """
-    current = shadow
+) -> GateDecision:
+    """The gate's decision for `days` of shadow `version` from their latest validations in the ledger:
+    `shadow` is each day's fingerprint about to be promoted, `inputs` what each day reads from every
+    source now (`shadow.inputs.current_inputs`)."""
     validations = latest_shadow_rows(spark, spec.name, version, days)
-    passed: dict[str, dict] = {}
-    problems: dict[str, str] = {}
-    for day in days:
-        record = validations.get(day)
-        if record is None:
-            problems[day] = f"the checks of shadow {version} never ran"
-        elif not record["checks_passed"]:
-            problems[day] = f"blocking checks failed ({record['failed_checks']}) in run {record['run_id']}"
-        elif Fingerprint.recorded(record, "shadow") != current[day]:
-            problems[day] = f"the shadow changed after its validation in run {record['run_id']}"
-        elif Fingerprint.recorded(record, "events") != inputs[day].total:
-            problems[day] = (
-                f"the events{_changed_in(record, inputs[day])} changed since shadow {version} was validated "
-                f"in run {record['run_id']} (re-derived from the archive); re-materialize shadow {version} "
-                "for this day"
-            )
-        else:
-            passed[day] = record
-    return passed, problems
-
-
-def _changed_in(record: dict, now: DayInputs) -> str:
-    """` of impressions` when the validation recorded its inputs per source (several sources)."""
-    then = DayInputs.parse(record.get("inputs"))
-    if then is None or len(now.per_source) < 2:
-        return ""
-    return " of " + ", ".join(then.changed_sources(now))
+    return gate_decision(validations, version, shadow, days, inputs)
 
 
 def refusal(spec: DatasetSpec, version: str, problems: dict[str, str]) -> PromotionRefused:

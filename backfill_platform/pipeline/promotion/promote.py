@@ -48,19 +48,16 @@ from backfill_platform.pipeline.ledger.commits import (
 )
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.names import production_table, shadow_table
-from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_problems, refusal
+from backfill_platform.pipeline.promotion.gate import PromotionRefused, gate_partitions, refusal
 from backfill_platform.pipeline.shadow.inputs import current_inputs
 from backfill_platform.pipeline.tables.dataset_tables import (
     ensure_dataset_table,
     partition_ranges,
     read_range,
 )
-from backfill_platform.pipeline.validation.buckets import (
-    Bucket,
-    BucketFigures,
-    day_fingerprints_of,
-    failing_buckets,
-)
+from backfill_platform.pipeline.validation.buckets import Bucket
+from backfill_platform.pipeline.validation.fingerprints import day_fingerprints_of
+from backfill_platform.pipeline.validation.promotion_verdicts import compare_buckets
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
@@ -121,7 +118,7 @@ def promote(
     keys = spec.grain.keys_between(*interval)
     # At that snapshot: usually already computed by this run's shadow step (snapshot_figures).
     shadow_figures = table_figures(spark, source, spec, *interval, shadow_snapshot)
-    validations, held_back = gate_problems(
+    decision = gate_partitions(
         spark,
         spec,
         version,
@@ -129,6 +126,7 @@ def promote(
         keys,
         current_inputs(spark, spec, sources, keys),
     )
+    validations, held_back = decision.promotable, decision.held_back
     if held_back and (not per_day or not validations):
         raise refusal(spec, version, held_back)
     promoted = sorted(validations)
@@ -260,24 +258,3 @@ def fence_options(previous_snapshot: int | None) -> dict[str, str]:
     if previous_snapshot is None:
         return {"isolation-level": "serializable"}
     return {"validate-from-snapshot-id": str(previous_snapshot), "isolation-level": "serializable"}
-
-
-def compare_buckets(
-    shadow: dict[Bucket, BucketFigures], production: dict[Bucket, BucketFigures]
-) -> dict[Bucket, str]:
-    """Buckets whose counts, sums or hash sums differ between the shadow and production."""
-
-    def differs(want: BucketFigures, got: BucketFigures) -> str | None:
-        if (want.rows, want.sums, want.key_hash, want.row_hash) == (
-            got.rows,
-            got.sums,
-            got.key_hash,
-            got.row_hash,
-        ):
-            return None
-        return (
-            f"production {got.rows} rows, the shadow {want.rows}; row hash {got.row_hash} in production, "
-            f"{want.row_hash} in the shadow"
-        )
-
-    return failing_buckets(shadow, production, differs)[1]

@@ -38,7 +38,7 @@ from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.promotion.promote import fence_options
 from backfill_platform.pipeline.run_tags import REASON
 from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, partition_ranges, read_range
-from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import partition_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 

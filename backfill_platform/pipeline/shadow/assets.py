@@ -27,18 +27,22 @@ from backfill_platform.pipeline.names import (
 from backfill_platform.pipeline.partitions import dataset_partitions, local_days_note, window_partitions
 from backfill_platform.pipeline.run_settings import ShadowConfig, step_settings
 from backfill_platform.pipeline.run_tags import run_properties
-from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
-from backfill_platform.pipeline.shadow.validate import (
+from backfill_platform.pipeline.shadow.checks import (
     CHECK_DESCRIPTIONS,
     DIVERGENCE,
     validate_shadow,
 )
+from backfill_platform.pipeline.shadow.inputs import judge_inputs, read_source
 from backfill_platform.pipeline.source_window_mapping import LocalDaysMapping, SourceWindowMapping
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.tables.dataset_tables import conform, ensure_dataset_table, read_range
-from backfill_platform.pipeline.validation.buckets import day_fingerprints_of, table_partition
-from backfill_platform.pipeline.validation.checksums import Fingerprint
-from backfill_platform.pipeline.validation.outcome import ShadowValidation
+from backfill_platform.pipeline.tables.dataset_tables import (
+    conform,
+    ensure_dataset_table,
+    read_range,
+    table_partition,
+)
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, day_fingerprints_of
+from backfill_platform.pipeline.validation.shadow_validation import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.pipeline.validation.verdicts import partition_outcomes
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import in_range, read_at, table_exists
@@ -31,8 +30,12 @@ from backfill_platform.pipeline.ledger.ledger import latest_ingestions
 from backfill_platform.pipeline.names import events_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.buckets import events_values, expectations_from
-from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
 from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs, day_inputs
+from backfill_platform.pipeline.validation.fingerprints import (
+    Fingerprint,
+    day_fingerprints,
+    input_fingerprints,
+)
 from backfill_platform.pipeline.validation.snapshot_figures import (
     events_at,
     events_expectations,
@@ -40,7 +43,7 @@ from backfill_platform.pipeline.validation.snapshot_figures import (
 )
 from backfill_platform.specs.dataset import DatasetSpec, SourceInput
 from backfill_platform.specs.durations import midnight
-from backfill_platform.specs.grain import Grain, value_key
+from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -83,39 +86,6 @@ def read_source(
         in_range("event_time", *read_interval(start, end, source))
     )
     return SourceRead(source, stream, table, snapshot_id, events)
-
-
-def input_fingerprints(
-    events: DataFrame, source: SourceInput, days: list[str], grain: Grain
-) -> dict[str, Fingerprint]:
-    """Each dataset partition's fingerprint of what it reads from one source: the events of
-    [P start - lookback, P end).
-
-    An event at time t is read by the partitions from that of t to that of t + lookback: each event is
-    counted once per partition that reads it, in one aggregation.
-    """
-    if not days:
-        return {}
-    if not source.lookback:
-        return day_fingerprints(events, partition_of(grain, "event_time"), days)
-    seconds = int(source.lookback.total_seconds())
-    until = F.col("event_time") + F.expr(f"INTERVAL {seconds} SECONDS")
-    if grain.unit == "day":
-        reading_days = F.sequence(partition_of(grain, "event_time"), partition_of(grain, until))
-    else:
-        hours = F.sequence(
-            F.date_trunc("hour", "event_time"), F.date_trunc("hour", until), F.expr("INTERVAL 1 HOUR")
-        )
-        reading_days = F.transform(hours, lambda hour: F.date_format(hour, grain.spark_key_format))
-    rows = (
-        events.select(F.explode(reading_days).alias("_day"), *events.columns)
-        .where(F.col("_day").isin(days))
-        .groupBy("_day")
-        .agg(F.count(F.lit(1)).alias("n"), hash_sum(events.columns).alias("h"))
-        .collect()
-    )
-    found = {value_key(row["_day"]): Fingerprint(row["n"], str(row["h"])) for row in rows}
-    return {d: found.get(d, Fingerprint.EMPTY) for d in days}
 
 
 def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str]) -> dict[str, Fingerprint]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import date, datetime
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from backfill_platform.lakehouse.tables import ensure_table, in_range, read_at, table_exists
+from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.specs.common import FIELD_TYPES
 from backfill_platform.specs.dataset import DatasetSpec
 
@@ -31,6 +32,14 @@ def ensure_dataset_table(spark: SparkSession, spec: DatasetSpec, identifier: str
     if spec.grain.unit == "hour":
         partitioning = f"hours({spec.partition_column})"
     ensure_table(spark, identifier, columns(spec), partitioning)
+
+
+def table_partition(spec: DatasetSpec) -> Column:
+    """A dataset table row's partition: a daily table's date as it is, an hourly table's hour as its key
+    (`specs.grain.value_key` turns a collected value into the key)."""
+    if spec.grain.unit == "day":
+        return F.col(spec.partition_column)
+    return partition_of(spec.grain, spec.partition_column)
 
 
 def partition_ranges(spec: DatasetSpec, keys: Collection[str]) -> list[tuple[date | datetime, ...]]:

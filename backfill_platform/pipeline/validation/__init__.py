@@ -1,1 +1,1 @@
-"""Validation shared by events and datasets: pandera schemas, checksums, result formatting."""
+"""What the stages' checks share: pure verdicts, fingerprints, bucket figures, schemas, verdict reporting."""

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from sqlglot import exp
 
 from backfill_platform.pipeline.partitions import partition_of
-from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints, hash_sum
+from backfill_platform.pipeline.tables.dataset_tables import table_partition
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, from_sums, hash_sum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.expressions import (
     ExpressionError,
@@ -55,14 +55,6 @@ def _events_bucket(spec: DatasetSpec) -> list[Column]:
     """The bucket of an event, column for column as `spec.bucket_columns` names it in the table."""
     day_and_hour = [partition_of(spec.grain, "event_time"), F.hour("event_time")]
     return [c.alias(f"_b{i}") for i, c in enumerate(day_and_hour[: len(spec.bucket_columns)])]
-
-
-def table_partition(spec: DatasetSpec) -> Column:
-    """A dataset table row's partition: a daily table's date as it is, an hourly table's hour as its key
-    (`specs.grain.value_key` turns a collected value into the key)."""
-    if spec.grain.unit == "day":
-        return F.col(spec.partition_column)
-    return partition_of(spec.grain, spec.partition_column)
 
 
 def _table_bucket(spec: DatasetSpec) -> list[Column]:
@@ -152,7 +144,7 @@ def events_values(
         for i, rules in enumerate(by_filter.values()):
             if row[f"_matched{i}"]:
                 values[bucket].update({alias: int(row[alias] or 0) for alias, _ in rules})
-    return values, _fingerprints(rows, hashes, days)
+    return values, from_sums(rows, hashes, days)
 
 
 def expectations_from(values: dict[Bucket, dict[str, int]], spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
@@ -168,8 +160,9 @@ def expectations_from(values: dict[Bucket, dict[str, int]], spec: DatasetSpec) -
 def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
     """Rows, distinct keys, column sums, hash sums and null keys per bucket of a dataset table.
 
-    One aggregation, one Spark job: the per-day fingerprints (`day_fingerprints_of`) and the schema
-    check's null counts (`null_keys_of`) are derived from it rather than computed by passes of their own.
+    One aggregation, one Spark job: the per-day fingerprints (`fingerprints.day_fingerprints_of`) and the
+    schema check's null counts (`null_keys_of`) are derived from it rather than computed by passes of their
+    own.
     """
     rows = (
         table.groupBy(*_table_bucket(spec))
@@ -196,32 +189,9 @@ def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFi
     }
 
 
-def day_fingerprints_of(figures: dict[Bucket, BucketFigures], days: list[str]) -> dict[str, Fingerprint]:
-    """Each day's fingerprint from bucket figures: the same as `partition_fingerprints` computes from
-    the table, since a day's hash sum is the exact sum of its buckets' hash sums."""
-    rows: dict[str, int] = defaultdict(int)
-    hashes: dict[str, int] = defaultdict(int)
-    for (day, _hour), figure in figures.items():
-        rows[day] += figure.rows
-        hashes[day] += int(figure.row_hash)
-    return _fingerprints(rows, hashes, days)
-
-
-def _fingerprints(rows: dict[str, int], hashes: dict[str, int], days: list[str]) -> dict[str, Fingerprint]:
-    return {d: Fingerprint(rows[d], str(hashes[d])) if d in rows else Fingerprint.EMPTY for d in days}
-
-
 def null_keys_of(figures: dict[Bucket, BucketFigures], spec: DatasetSpec) -> dict[str, int]:
     """Rows with a null key column, per key column, over every bucket."""
     return {c: sum(f.null_keys.get(c, 0) for f in figures.values()) for c in spec.key_columns}
-
-
-def partition_fingerprints(
-    table: DataFrame, spec: DatasetSpec, days: list[date] | list[str]
-) -> dict[str, Fingerprint]:
-    """Each partition's fingerprint over the declared columns; an empty partition's is `Fingerprint.EMPTY`.
-    `days`: partition keys (or a daily dataset's days as dates)."""
-    return day_fingerprints(table.select(*spec.columns), table_partition(spec), [value_key(d) for d in days])
 
 
 def failing_buckets(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures
-from backfill_platform.pipeline.validation.checksums import Fingerprint, fingerprint_sum
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, fingerprint_sum
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 
@@ -31,14 +31,14 @@ class DayInputs:
         return fingerprint_sum(self.per_source.values())
 
     def text(self) -> str:
-        return ";".join(f"{name}={f.rows}/{f.row_hash}" for name, f in sorted(self.per_source.items()))
+        return ";".join(f"{name}={f.text()}" for name, f in sorted(self.per_source.items()))
 
     @classmethod
     def parse(cls, text: str | None) -> DayInputs | None:
         if not text:
             return None
         parts = (item.split("=", 1) for item in text.split(";"))
-        return cls({name: Fingerprint(int(f.split("/")[0]), f.split("/")[1]) for name, f in parts})
+        return cls({name: Fingerprint.parse(f) for name, f in parts})
 
     def changed_sources(self, other: DayInputs) -> list[str]:
         names = set(self.per_source) | set(other.per_source)

@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from backfill_platform.pipeline.validation.buckets import table_partition
+from backfill_platform.pipeline.tables.dataset_tables import table_partition
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import value_key
 

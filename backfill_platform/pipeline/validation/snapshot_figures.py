@@ -27,7 +27,7 @@ from backfill_platform.pipeline.validation.buckets import (
     actual_figures,
     events_values,
 )
-from backfill_platform.pipeline.validation.checksums import Fingerprint, day_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, day_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 

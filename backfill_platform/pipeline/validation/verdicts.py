@@ -52,12 +52,20 @@ def failed_partitions(verdicts: Iterable[PartitionVerdict]) -> dict[str, list[st
 def digest(verdicts: Iterable[PartitionVerdict]) -> str:
     """A short fingerprint of every verdict and number, recorded on the promotion snapshot."""
     rows = [
-        (v.check, v.partition, v.passed, {k: str(getattr(m, "value", m)) for k, m in v.metadata.items()})
+        (
+            v.check,
+            v.partition,
+            v.passed,
+            {k: str(getattr(m, "value", m)) for k, m in v.metadata.items()},
+            # Whether a failure holds the day back is part of the verdict: a warning's digest is not a
+            # blocking check's. Added only for warnings, so a blocking verdict's digest is as it was.
+            *(() if v.blocking else ("warning",)),
+        )
         for v in verdicts
     ]
     # Ordered by check, day and outcome, then by the numbers as text: two verdicts of one check and day
     # (dicts do not compare) order alike in every run, and every other list orders as it always did.
-    payload = sorted(rows, key=lambda row: (*row[:3], json.dumps(row[3], sort_keys=True)))
+    payload = sorted(rows, key=lambda row: (*row[:3], json.dumps(row[3:], sort_keys=True)))
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

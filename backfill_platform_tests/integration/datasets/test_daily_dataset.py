@@ -22,12 +22,14 @@ from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.names import events_table, production_table, shadow_table
 from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.promotion.gate import PromotionRefused
-from backfill_platform.pipeline.promotion.promote import compare_buckets, promote
+from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS, checksum_check, row_count_check
+from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform.pipeline.tables.dataset_tables import read_range
+from backfill_platform.pipeline.validation.bucket_verdicts import checksum_verdicts, row_count_verdicts
 from backfill_platform.pipeline.validation.buckets import actual_figures, events_figures
 from backfill_platform.pipeline.validation.divergence import compare
+from backfill_platform.pipeline.validation.promotion_verdicts import compare_buckets
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import SpecError, load_spec_file
 from backfill_platform_tests.daily_transforms import BROKEN_DAY
@@ -247,9 +249,11 @@ def test_rows_changed_behind_the_platforms_back_fail_that_day(
     shadow = read_range(spark, target, spec, D1, END)
     expected, actual = events_figures(events, spec, DAYS)[0], actual_figures(shadow, spec)
     assert set(actual) == {(day, None) for day in DAYS}
-    row_counts = row_count_check(DAYS, expected, actual)
+    row_counts = row_count_verdicts(ROW_COUNTS, DAYS, expected, actual)
     assert row_counts and all(v.passed for v in row_counts)
-    assert [v.partition for v in checksum_check(spec, DAYS, expected, actual) if not v.passed] == [BROKEN_DAY]
+    assert [
+        v.partition for v in checksum_verdicts(CHECKSUMS, spec, DAYS, expected, actual) if not v.passed
+    ] == [BROKEN_DAY]
 
     # Production verification and divergence point at the same day, by key.
     production = read_range(spark, production_table(spark, spec), spec, D1, END)

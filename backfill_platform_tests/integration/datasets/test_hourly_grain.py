@@ -29,10 +29,11 @@ from backfill_platform.pipeline.names import (
     shadow_table,
 )
 from backfill_platform.pipeline.partitions import HOUR_KEY
-from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED, build_production_asset
+from backfill_platform.pipeline.promotion.assets import build_production_asset
+from backfill_platform.pipeline.promotion.checks import PROMOTION_VERIFIED
 from backfill_platform.pipeline.promotion.cutover import drop_shadow, history_divergence
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.pipeline.shadow.validate import CHECKSUMS, ROW_COUNTS
+from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.loader import SpecError, load_specs

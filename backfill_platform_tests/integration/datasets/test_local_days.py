@@ -29,8 +29,8 @@ from backfill_platform.pipeline.names import (
     shadow_table,
 )
 from backfill_platform.pipeline.partitions import dataset_partitions
-from backfill_platform.pipeline.promotion.assets import PROMOTION_VERIFIED
-from backfill_platform.pipeline.shadow.validate import CHECKSUMS, EVENTS_VALIDATED, ROW_COUNTS
+from backfill_platform.pipeline.promotion.checks import PROMOTION_VERIFIED
+from backfill_platform.pipeline.shadow.checks import CHECKSUMS, EVENTS_VALIDATED, ROW_COUNTS
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
 from backfill_platform.specs.stream import StreamSpec

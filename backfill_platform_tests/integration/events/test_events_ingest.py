@@ -11,7 +11,7 @@ from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.ingest import ingest_window
 from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
-from backfill_platform.pipeline.validation.checksums import checksum
+from backfill_platform.pipeline.validation.fingerprints import checksum
 from backfill_platform.specs.durations import DAY, midnight
 from backfill_platform_tests.support.session import DAYS, START
 from backfill_platform_tests.support.streams import stream_copy

@@ -19,7 +19,7 @@ from backfill_platform.lakehouse.tables import (
     replace_range,
     table_id,
 )
-from backfill_platform.pipeline.validation.checksums import checksum
+from backfill_platform.pipeline.validation.fingerprints import checksum
 
 D1, D2, D3 = date(2026, 10, 1), date(2026, 10, 2), date(2026, 10, 3)
 COLUMNS = [("day", "date"), ("n", "bigint")]

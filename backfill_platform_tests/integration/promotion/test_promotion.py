@@ -22,7 +22,7 @@ from backfill_platform.pipeline.promotion.revert import RevertRefused, revert_pr
 from backfill_platform.pipeline.run_settings import MAX_DIVERGENCE_TAG
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.buckets import partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import partition_fingerprints
 from backfill_platform_tests.support.datasets import (
     dataset,
     failed_checks,

@@ -26,8 +26,7 @@ from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.buckets import partition_fingerprints
-from backfill_platform.pipeline.validation.checksums import Fingerprint
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
 from backfill_platform_tests.support.datasets import dataset, failed_checks, run
 from backfill_platform_tests.support.session import D1, D2, D3
 from backfill_platform_tests.transforms import FLAKY_DAY

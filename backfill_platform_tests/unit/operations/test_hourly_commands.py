@@ -102,7 +102,7 @@ def test_a_daily_row_from_before_hours_is_keyed_by_its_day(monkeypatch):
 )
 def test_sweep_proposes_a_backfill_per_contiguous_span_of_its_grain(dataset, divergent, commands):
     from backfill_platform.operations.sweep import PartitionSweep, Sweep
-    from backfill_platform.pipeline.validation.checksums import Fingerprint
+    from backfill_platform.pipeline.validation.fingerprints import Fingerprint
 
     spec = dataset()
     swept = [PartitionSweep(key, 1, 1, {}, Fingerprint.EMPTY, None, problems=["x"]) for key in divergent]

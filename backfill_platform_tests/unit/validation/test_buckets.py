@@ -1,20 +1,17 @@
 """Bucket figures compared and summed without Spark (`validation.buckets`): every bucket either side has
 is judged, a missing side counting as an empty bucket (`failing_buckets`); a day's failing buckets are
-shown by hour, or as the whole day, up to a limit (`failing_bucket_rows`); a day's fingerprint is the
-exact sum of its buckets', and a day without buckets is `Fingerprint.EMPTY` (`day_fingerprints_of`); null
-keys are counted per key column over every bucket (`null_keys_of`). The figures' own aggregation over a
+shown by hour, or as the whole day, up to a limit (`failing_bucket_rows`); null keys are counted per key
+column over every bucket (`null_keys_of`). The figures' own aggregation over a
 table (`actual_figures`, `events_values`) runs in Spark and is left to the integration tests."""
 
 from __future__ import annotations
 
 from backfill_platform.pipeline.validation.buckets import (
     BucketFigures,
-    day_fingerprints_of,
     failing_bucket_rows,
     failing_buckets,
     null_keys_of,
 )
-from backfill_platform.pipeline.validation.checksums import Fingerprint
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.loader import builtin_spec_data
 
@@ -101,40 +98,6 @@ def test_a_whole_day_or_hour_bucket_is_named_so() -> None:
 
 def test_no_failing_bucket_shows_no_rows() -> None:
     assert failing_bucket_rows({}, "problem", 20) == (["hour", "problem"], [])
-
-
-# day_fingerprints_of
-
-
-def test_a_day_s_fingerprint_is_the_exact_sum_of_its_buckets() -> None:
-    figures = {
-        (DAY, 0): BucketFigures(rows=2, row_hash="18446744073709551615"),  # 2^64 - 1
-        (DAY, 1): BucketFigures(rows=3, row_hash="-5"),
-        (OTHER, 0): BucketFigures(rows=1, row_hash="7"),
-    }
-    assert day_fingerprints_of(figures, [DAY, OTHER]) == {
-        DAY: Fingerprint(5, "18446744073709551610"),
-        OTHER: Fingerprint(1, "7"),
-    }
-
-
-def test_a_day_without_buckets_is_empty_and_days_not_asked_for_are_left_out() -> None:
-    figures = {(OTHER, 0): BucketFigures(rows=1, row_hash="7")}
-    assert day_fingerprints_of(figures, [DAY]) == {DAY: Fingerprint.EMPTY}
-    assert day_fingerprints_of({}, [DAY, OTHER]) == {DAY: Fingerprint.EMPTY, OTHER: Fingerprint.EMPTY}
-
-
-def test_equal_row_counts_with_other_hash_sums_are_other_fingerprints() -> None:
-    one = day_fingerprints_of({(DAY, 0): BucketFigures(rows=2, row_hash="10")}, [DAY])
-    two = day_fingerprints_of({(DAY, 0): BucketFigures(rows=2, row_hash="11")}, [DAY])
-    assert one[DAY].rows == two[DAY].rows == 2
-    assert one != two
-
-
-def test_hash_sums_cancelling_out_keep_the_rows_so_the_day_is_not_empty() -> None:
-    figures = {(DAY, 0): BucketFigures(rows=1, row_hash="5"), (DAY, 1): BucketFigures(rows=1, row_hash="-5")}
-    assert day_fingerprints_of(figures, [DAY]) == {DAY: Fingerprint(2, "0")}
-    assert day_fingerprints_of(figures, [DAY])[DAY] != Fingerprint.EMPTY
 
 
 # null_keys_of

@@ -1,14 +1,23 @@
-"""How a fingerprint (row count and exact row-hash sum, `pipeline/validation/checksums.py`) is shown and
+"""How a fingerprint (row count and exact row-hash sum, `pipeline/validation/fingerprints.py`) is shown and
 recorded: as Dagster metadata, as the ledger columns of a prefix, read back from a ledger row (None for a
-row from before that prefix was recorded); and fingerprints of disjoint row sets add up exactly, however
-far the sum outgrows 64 bits."""
+row from before that prefix was recorded); fingerprints of disjoint row sets add up exactly, however
+far the sum outgrows 64 bits; collected counts and sums become each partition's fingerprint
+(`from_sums`), and a partition's is the exact sum of its buckets', a partition without buckets
+`Fingerprint.EMPTY` (`day_fingerprints_of`). The Spark aggregations are left to the integration tests."""
 
 from __future__ import annotations
 
-from backfill_platform.pipeline.validation.checksums import Fingerprint, fingerprint_sum
+from backfill_platform.pipeline.validation.buckets import BucketFigures
+from backfill_platform.pipeline.validation.fingerprints import (
+    Fingerprint,
+    day_fingerprints_of,
+    fingerprint_sum,
+    from_sums,
+)
 
 BIG = 2**63 - 1  # the largest xxhash64 value
 LOW = -(2**63)  # the smallest
+DAY, OTHER = "2026-10-01", "2026-10-02"
 
 
 def test_metadata_shows_the_rows_and_the_hash_sum() -> None:
@@ -69,3 +78,62 @@ def test_the_sum_is_exact_beyond_64_bits_and_beyond_a_float() -> None:
     )
     big = "9" * 38
     assert fingerprint_sum([Fingerprint(1, big), Fingerprint(1, "1")]) == Fingerprint(2, "1" + "0" * 38)
+
+
+# from_sums
+
+
+def test_collected_counts_and_sums_become_each_partition_s_fingerprint() -> None:
+    rows = {DAY: 3, OTHER: 1}
+    hashes = {DAY: BIG * 3, OTHER: -7}
+    assert from_sums(rows, hashes, [DAY, OTHER]) == {
+        DAY: Fingerprint(3, str(BIG * 3)),
+        OTHER: Fingerprint(1, "-7"),
+    }
+
+
+def test_a_partition_without_a_count_is_empty_and_one_without_a_hash_sum_sums_to_zero() -> None:
+    assert from_sums({DAY: 2}, {}, [DAY, OTHER]) == {DAY: Fingerprint(2, "0"), OTHER: Fingerprint.EMPTY}
+    # Only the partitions asked for, in their order.
+    assert list(from_sums({DAY: 1, OTHER: 1}, {DAY: 1, OTHER: 1}, [OTHER])) == [OTHER]
+
+
+# day_fingerprints_of
+
+
+def test_a_day_s_fingerprint_is_the_exact_sum_of_its_buckets() -> None:
+    figures = {
+        (DAY, 0): BucketFigures(rows=2, row_hash="18446744073709551615"),  # 2^64 - 1
+        (DAY, 1): BucketFigures(rows=3, row_hash="-5"),
+        (OTHER, 0): BucketFigures(rows=1, row_hash="7"),
+    }
+    assert day_fingerprints_of(figures, [DAY, OTHER]) == {
+        DAY: Fingerprint(5, "18446744073709551610"),
+        OTHER: Fingerprint(1, "7"),
+    }
+
+
+def test_a_day_without_buckets_is_empty_and_days_not_asked_for_are_left_out() -> None:
+    figures = {(OTHER, 0): BucketFigures(rows=1, row_hash="7")}
+    assert day_fingerprints_of(figures, [DAY]) == {DAY: Fingerprint.EMPTY}
+    assert day_fingerprints_of({}, [DAY, OTHER]) == {DAY: Fingerprint.EMPTY, OTHER: Fingerprint.EMPTY}
+
+
+def test_equal_row_counts_with_other_hash_sums_are_other_fingerprints() -> None:
+    one = day_fingerprints_of({(DAY, 0): BucketFigures(rows=2, row_hash="10")}, [DAY])
+    two = day_fingerprints_of({(DAY, 0): BucketFigures(rows=2, row_hash="11")}, [DAY])
+    assert one[DAY].rows == two[DAY].rows == 2
+    assert one != two
+
+
+def test_hash_sums_cancelling_out_keep_the_rows_so_the_day_is_not_empty() -> None:
+    figures = {(DAY, 0): BucketFigures(rows=1, row_hash="5"), (DAY, 1): BucketFigures(rows=1, row_hash="-5")}
+    assert day_fingerprints_of(figures, [DAY]) == {DAY: Fingerprint(2, "0")}
+    assert day_fingerprints_of(figures, [DAY])[DAY] != Fingerprint.EMPTY
+
+
+def test_as_text_a_fingerprint_reads_back_exactly() -> None:
+    fingerprint = Fingerprint(1200, str(LOW * 3))
+    assert fingerprint.text() == f"1200/{LOW * 3}"
+    assert Fingerprint.parse(fingerprint.text()) == fingerprint
+    assert Fingerprint.parse(Fingerprint.EMPTY.text()) == Fingerprint.EMPTY

@@ -1,4 +1,4 @@
-"""What per-day verdicts conclude (`pipeline/validation/verdicts.py`, `outcome.py`): a day is held back
+"""What per-day verdicts conclude (`pipeline/validation/verdicts.py`, `shadow_validation.py`): a day is held back
 by the blocking checks it failed (a failed warning, or a passed check, holds nothing back); the digest
 recorded on the promotion snapshot changes with any verdict or number but not with the order the checks
 reported in; and each verdict becomes an evaluation of its day, only for the checks the run selected,
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dagster import AssetCheckSeverity, AssetKey, MetadataValue
 
 from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMaterializationData
-from backfill_platform.pipeline.validation.outcome import ShadowValidation
+from backfill_platform.pipeline.validation.shadow_validation import ShadowValidation
 from backfill_platform.pipeline.validation.verdicts import (
     PartitionVerdict,
     check_evaluations,
@@ -176,3 +176,11 @@ def test_two_verdicts_of_one_check_and_day_have_one_digest_in_any_order() -> Non
     second = PartitionVerdict("rows", DAY1, True, {"rows": 4})
     assert digest([first, second]) == digest([second, first])
     assert digest([first, second]) != digest([first, first])
+
+
+def test_the_digest_tells_a_warning_from_a_blocking_verdict() -> None:
+    blocking = [PartitionVerdict("divergence", DAY1, False, {"ratio": 0.5})]
+    warning = [PartitionVerdict("divergence", DAY1, False, {"ratio": 0.5}, blocking=False)]
+    assert digest(blocking) != digest(warning)
+    # A blocking verdict's digest is the one recorded before warnings were told apart.
+    assert digest(blocking) == "03c4029a159fb2f2"

@@ -1,4 +1,5 @@
-"""What a shadow's validation concluded: per-day verdicts, the figures behind them, the divergence."""
+"""`ShadowValidation`: what a shadow's validation concluded (its per-day verdicts, the figures behind them,
+the divergence), built by `shadow/checks.py` and recorded in the ledger."""
 
 from __future__ import annotations
 
