@@ -1,6 +1,6 @@
 """Entry point of the code location (`dagster dev`, `dg`, `dagster asset materialize -m ...`): the
-component instances of the package's defs folder (the demo), as a team's project loads its own; its
-Lakehouse adds the spec folders of BACKFILL_PLATFORM_SPECS (`components/lakehouse.py`)."""
+component instances of the package's defs folder (the demo), as a team's project loads its own (the
+demo, the benchmark and the tests load the same through `components/registry.project_definitions`)."""
 
 from pathlib import Path
 
@@ -12,10 +12,15 @@ def defs() -> Definitions:
     from dagster.components import load_defs
 
     import backfill_platform.defs
+    from backfill_platform.components.registry import refuse_flat_route
     from backfill_platform.specs.yaml_guard import check_folder
 
-    # Dagster parses the component files itself: the same bounds as the spec loader's first (a bomb or
-    # a FIFO named defs.yaml is refused with its file and line, not expanded or waited on).
+    # The former spec folders' variable, refused in one message before anything loads (every project's
+    # Lakehouse refuses it too, inside Dagster's report of the tree).
+    refuse_flat_route()
+
+    # Dagster parses the component files itself: the platform's YAML bounds first (a bomb or a FIFO
+    # named defs.yaml is refused with its file and line, not expanded or waited on).
     check_folder(Path(backfill_platform.defs.__file__).parent)
     # The package's parent is the project root in a checkout and in site-packages alike.
     project_root = Path(backfill_platform.defs.__file__).parents[2]

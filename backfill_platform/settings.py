@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 DATA_DIR_ENV = "BACKFILL_PLATFORM_DATA"
+# The former flat spec folders' variable: no longer read, refused when set (`components/registry.py`).
 SPECS_ENV = "BACKFILL_PLATFORM_SPECS"
 SPARK_MASTER_ENV = "BACKFILL_PLATFORM_SPARK_MASTER"
 CATALOG_NAME_ENV = "BACKFILL_PLATFORM_CATALOG_NAME"

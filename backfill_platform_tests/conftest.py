@@ -169,13 +169,10 @@ def spark(spark_resource):
 
 @pytest.fixture(scope="session")
 def specs(data_dir: Path):
-    """The demo project's specs as every entrance reads them (`components.registry`), whichever module's
-    spec folder (BACKFILL_PLATFORM_SPECS) is set when first asked."""
+    """The demo project's specs as every entrance reads them (`components.registry`)."""
     from backfill_platform.components.registry import package_project, project_specs
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(settings.SPECS_ENV, raising=False)
-        return project_specs(package_project())
+    return project_specs(package_project())
 
 
 @pytest.fixture(scope="session")
@@ -235,11 +232,12 @@ def dagster_dev_data(playback_archive: Path, tmp_path_factory: pytest.TempPathFa
 
 
 @pytest.fixture(scope="session")
-def dagster_dev_specs(dagster_dev_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The extra spec folder `dagster dev` loads (BACKFILL_PLATFORM_SPECS): the gap stream and dataset.
+def dagster_dev_specs(dagster_dev_data: Path) -> list[dict]:
+    """The streams and datasets `dagster dev` serves besides the demo's: the gap stream and dataset, and the
+    whole copy test_cli_instance.py submits.
 
     A test module that needs another stream or dataset in the UI adds it here; the webserver reads
-    its specs once, at start.
+    its project once, at start.
     """
     from backfill_platform_tests.support.dagster_dev import (
         GAP_DATASET,
@@ -248,23 +246,33 @@ def dagster_dev_specs(dagster_dev_data: Path, tmp_path_factory: pytest.TempPathF
         SUBMIT_DATASET,
         SUBMIT_STREAM,
     )
-    from backfill_platform_tests.support.streams import write_stream_copy
+    from backfill_platform_tests.support.streams import stream_copy_specs
 
-    folder = tmp_path_factory.mktemp("dagster_dev_specs")
-    write_stream_copy(folder, dagster_dev_data, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR])
-    write_stream_copy(folder, dagster_dev_data, SUBMIT_STREAM, SUBMIT_DATASET, drop_hours=[])
-    return folder
+    return [
+        *stream_copy_specs(dagster_dev_data, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR]),
+        *stream_copy_specs(dagster_dev_data, SUBMIT_STREAM, SUBMIT_DATASET, drop_hours=[]),
+    ]
 
 
 @pytest.fixture(scope="session")
-def dagster_dev(dagster_dev_data: Path, dagster_dev_specs: Path, tmp_path_factory: pytest.TempPathFactory):
+def dagster_dev_project(dagster_dev_specs: list[dict], tmp_path_factory: pytest.TempPathFactory):
+    """The project `dagster dev` serves, as a team's: the demo's components and `dagster_dev_specs`."""
+    from backfill_platform_tests.support.projects import write_project
+
+    return write_project(
+        tmp_path_factory.mktemp("dagster_dev_project"), dagster_dev_specs, name="ui", demo=True
+    )
+
+
+@pytest.fixture(scope="session")
+def dagster_dev(dagster_dev_data: Path, dagster_dev_project, tmp_path_factory: pytest.TempPathFactory):
     """`dagster dev` on a free loopback port, its own DAGSTER_HOME and its own data directory."""
     refuse_in_unit_layer("dagster dev")
     from backfill_platform_tests.support.dagster_dev import dagster_dev_server
+    from backfill_platform_tests.support.projects import write_workspace
 
-    with dagster_dev_server(
-        dagster_dev_data, tmp_path_factory.mktemp("dagster_dev_home"), [dagster_dev_specs]
-    ) as dev:
+    workspace = write_workspace(dagster_dev_project)
+    with dagster_dev_server(dagster_dev_data, tmp_path_factory.mktemp("dagster_dev_home"), workspace) as dev:
         yield dev
 
 

@@ -20,6 +20,10 @@ from backfill_platform.specs.grain import Grain
 @click.group(cls=RefusingGroup)
 def main() -> None:
     """Re-derive history from an event archive safely."""
+    from backfill_platform.components.registry import refuse_flat_route
+
+    # Whatever the command: a spec folder named in the former variable is refused, never silently ignored.
+    refuse_flat_route()
     # Dagster flags several APIs this platform relies on as beta; say so once in the docs, not per call.
     warnings.filterwarnings("ignore", category=Warning, module="dagster")
     warnings.filterwarnings("ignore", message=".*is currently in (beta|preview).*")

@@ -9,9 +9,10 @@ from backfill_platform.components.scaffold import SpecScaffolder, scaffold_with
 from backfill_platform.components.spec_component import SpecComponent
 from backfill_platform.components.stream import Stream
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import SpecError, raise_problems
 from backfill_platform.specs.references import dataset_problems
+from backfill_platform.specs.spec_set import raise_problems
 from backfill_platform.specs.stream import StreamSpec
+from backfill_platform.specs.yaml_guard import SpecError
 
 
 @scaffold_with(SpecScaffolder)

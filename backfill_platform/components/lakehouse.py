@@ -3,8 +3,7 @@
 The Iceberg catalog and Spark resources of the current tier (environment variables, embedded SQLite
 by default), the executor that records run workers and fences writers, the daily-refresh sensor and
 the revert and replay jobs, which find the project's streams and datasets in the `specs` resource
-(`components/registry.py`). One instance per project. In this package's own project it also builds the
-assets of the spec folders named in BACKFILL_PLATFORM_SPECS.
+(`components/registry.py`). One instance per project.
 """
 
 from __future__ import annotations
@@ -17,15 +16,11 @@ class Lakehouse(Component):
     docs/deployment.md), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.components.registry import combined, folder_specs, project_of, tree_specs
-        from backfill_platform.orchestration.factory import platform_definitions, spec_assets
+        from backfill_platform.components.registry import checked, refuse_flat_route, tree_specs
+        from backfill_platform.orchestration.factory import platform_definitions
 
-        tree = context.component_tree
-        components = tree_specs(tree)
-        # This package's own project also serves the spec folders of BACKFILL_PLATFORM_SPECS (none for
-        # a team's project): their assets are built here, where every stream they may read is known.
-        folders = folder_specs(project_of(tree), components)
+        # Every code location has one Lakehouse: the variable of the former spec folders is refused here,
+        # whichever definitions.py loads the project.
+        refuse_flat_route()
         # The project's streams and datasets, for the jobs that look one up by name (revert, replay).
-        specs = combined(components, folders)
-        assets = spec_assets(folders.streams.values(), folders.datasets.values(), specs.streams)
-        return Definitions.merge(platform_definitions(specs), Definitions(assets=assets))
+        return platform_definitions(checked(tree_specs(context.component_tree)))

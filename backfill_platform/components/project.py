@@ -7,9 +7,11 @@ Streams and datasets are then added with `dg scaffold defs backfill_platform.com
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
+import backfill_platform
 from backfill_platform.specs.common import check_identifier
 
 PYPROJECT = """\
@@ -73,3 +75,19 @@ def init_project(path: Path) -> list[Path]:
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(textwrap.dedent(text))
     return list(files)
+
+
+def copy_demo_components(defs: Path) -> list[Path]:
+    """Copy the demo's streams and datasets (this package's component instances, their transforms with
+    them) into a project's defs folder, for a project that reads the demo's streams beside its own (the
+    bench's hourly dataset, tests); the Lakehouse instance is the project's own. Refuses to overwrite."""
+    demo = Path(backfill_platform.__file__).parent / "defs"
+    copied = []
+    for component in sorted(demo.iterdir()):
+        if component.name == "lakehouse" or not (component / "defs.yaml").is_file():
+            continue
+        if (defs / component.name).exists():
+            raise FileExistsError(f"refusing to overwrite {defs / component.name}")
+        shutil.copytree(component, defs / component.name, ignore=shutil.ignore_patterns("__pycache__"))
+        copied.append(defs / component.name)
+    return copied

@@ -7,39 +7,43 @@ that builds the code location, after the same YAML bounds (`specs/yaml_guard.che
 reads them here, and the code location's jobs receive them as the `specs` resource
 (`components/lakehouse.py`), so a team's project needs no variable for either.
 
-This package's own project also serves the spec folders of `BACKFILL_PLATFORM_SPECS`, as its code
-location does (its Lakehouse builds their assets): flat spec files beside the demo, for tests and tools. A team's project does not:
-its defs folder is its registry.
+The defs folder is the only registry: the demo, the benchmark and the tests load a project's
+definitions as its code location does (`project_definitions`). The variable of the former flat route,
+BACKFILL_PLATFORM_SPECS, is refused wherever specs are read (`refuse_flat_route`), so a spec folder it
+names is never silently ignored.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
+from dagster import Definitions
+from dagster.components import load_defs
 from dagster.components.core.component_tree import ComponentTree, ComponentTreeException
 from dagster_shared.utils.config import discover_config_file, load_toml_as_dict
 from pydantic import ValidationError
 
 import backfill_platform
 from backfill_platform.components.dataset import Dataset
+from backfill_platform.components.spec_component import COMPONENT_FILE
 from backfill_platform.components.stream import Stream
-from backfill_platform.specs.loader import (
-    SpecError,
-    SpecSet,
-    check_isolation,
-    field_path,
-    load_specs,
-    raise_problems,
-    spec_dirs,
-)
+from backfill_platform.settings import SPECS_ENV
 from backfill_platform.specs.references import dataset_problems
-from backfill_platform.specs.yaml_guard import check_folder
+from backfill_platform.specs.spec_set import SpecSet, check_isolation, field_path, raise_problems
+from backfill_platform.specs.yaml_guard import SpecError, check_folder, load_yaml
 
 PACKAGE_ROOT_MODULE = "backfill_platform"
+# The component types whose attributes are a spec, and the spec's kind (`demo_spec_data`).
+DEMO_KINDS = {
+    "backfill_platform.components.Stream": "stream",
+    "backfill_platform.components.Dataset": "dataset",
+}
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class Project:
 
     @property
     def is_package(self) -> bool:
-        """This package's own project (the demo), which also serves BACKFILL_PLATFORM_SPECS."""
+        """This package's own project (the demo)."""
         return self.root_module == PACKAGE_ROOT_MODULE
 
 
@@ -91,13 +95,6 @@ def find_project(start: Path | None = None) -> Project:
     )
 
 
-def project_of(tree: ComponentTree) -> Project:
-    """The project of a component tree, as its code location loaded it (this package's by its defs
-    module, wherever it is installed)."""
-    package = package_project()
-    return package if tree.defs_module_name == package.defs_module else find_project(tree.project_root)
-
-
 def importable(project: Project) -> None:
     """Make the project's modules importable as `dg` and `dagster dev` do: from its folder."""
     if importlib.util.find_spec(project.root_module) is None:
@@ -113,38 +110,53 @@ def tree_specs(tree: ComponentTree) -> SpecSet:
     return specs
 
 
-def folder_specs(project: Project, components: SpecSet) -> SpecSet:
-    """The specs of the BACKFILL_PLATFORM_SPECS folders: this package's project only (a team's project
-    reads its defs folder alone). A dataset there may read one of the project's component streams."""
-    folders = spec_dirs()[1:] if project.is_package else []
-    return load_specs(folders, known_streams=components.streams) if folders else SpecSet()
-
-
-def combined(components: SpecSet, folders: SpecSet) -> SpecSet:
-    """Every spec of the project: its components and its folders' specs, each name once. The components'
-    datasets are checked against their streams here, as their build_defs does."""
-    specs = SpecSet(streams=dict(components.streams), datasets=dict(components.datasets))
-    for spec in [*folders.streams.values(), *folders.datasets.values()]:
-        specs.add(spec, spec._source_path)
+def checked(components: SpecSet) -> SpecSet:
+    """The project's specs once every stream is known: each dataset against its streams (as its
+    build_defs checks it) and no stream's replay target another's live one."""
     for dataset in components.datasets.values():
-        raise_problems(dataset._source_path, dataset_problems(dataset, specs.streams))
-    check_isolation(specs.streams)
-    return specs
+        raise_problems(dataset._source_path, dataset_problems(dataset, components.streams))
+    check_isolation(components.streams)
+    return components
+
+
+def refuse_flat_route() -> None:
+    """Refuse BACKFILL_PLATFORM_SPECS, the variable of the former flat spec folders: set, it would
+    otherwise be silently ignored."""
+    if os.environ.get(SPECS_ENV, "").strip():
+        raise SpecError(
+            f"{SPECS_ENV} is set, but spec folders are no longer read: streams and datasets are the Stream "
+            f"and Dataset component instances of a project's defs folder. Unset {SPECS_ENV}; then create "
+            "a project with `backfill-platform init PATH` and add each spec from its folder with "
+            "`dg scaffold defs backfill_platform.components.Stream <name>` (or `...Dataset <name>`)."
+        )
+
+
+def defs_module_of(project: Project) -> ModuleType:
+    """The project's defs module, imported as `dg` does, after the platform's YAML bounds on its folder
+    (a bomb or a FIFO named defs.yaml is refused with its file and line, not expanded or waited on)."""
+    refuse_flat_route()
+    importable(project)
+    defs_module = importlib.import_module(project.defs_module)
+    check_folder(Path(defs_module.__file__).parent)
+    return defs_module
+
+
+def project_definitions(project: Project) -> Definitions:
+    """The project's definitions as its code location builds them: every component instance of its defs
+    folder, through Dagster's component loader (the demo, the benchmark and tests load theirs here)."""
+    return load_defs(defs_module_of(project), project_root=project.root)
 
 
 def project_specs(project: Project | None = None) -> SpecSet:
     """Every stream and dataset of the project (default: the working directory's), validated."""
     project = project or find_project()
-    importable(project)
-    defs_module = importlib.import_module(project.defs_module)
-    check_folder(Path(defs_module.__file__).parent)
-    tree = ComponentTree.from_module(defs_module=defs_module, project_root=project.root)
+    tree = ComponentTree.from_module(defs_module=defs_module_of(project), project_root=project.root)
     try:
         components = tree_specs(tree)
     except ComponentTreeException as error:
         # Dagster's message draws the tree and names no field: the spec's own refusal says what is wrong.
         raise spec_error_of(error) or error from None
-    return combined(components, folder_specs(project, components))
+    return checked(components)
 
 
 def spec_error_of(error: ComponentTreeException) -> SpecError | None:
@@ -168,3 +180,17 @@ def spec_error_of(error: ComponentTreeException) -> SpecError | None:
         line = f" (line {position.start.line})" if position else ""
         problems.append(f"field '{field_path(inner['loc'])}': {inner['msg']}{line}")
     return SpecError(f"{path or '<component>'}: {'; '.join(problems)}")
+
+
+def demo_spec_data(name: str) -> dict:
+    """The spec of one of the demo's streams or datasets (a component instance of this package's
+    project) as a `kind: stream|dataset` mapping of its attributes, for tools and tests that derive a
+    spec from the demo's."""
+    path = (
+        Path(importlib.import_module(package_project().defs_module).__file__).parent / name / COMPONENT_FILE
+    )
+    component = load_yaml(path)
+    kind = DEMO_KINDS.get(str(component.get("type"))) if isinstance(component, dict) else None
+    if kind is None or not isinstance(component.get("attributes"), dict):
+        raise SpecError(f"{path}: not a Stream or Dataset component with its spec in 'attributes'")
+    return {"kind": kind, **component["attributes"]}

@@ -1,4 +1,4 @@
-"""What the Stream and Dataset components share: their attributes are a spec, validated as spec files are."""
+"""What the Stream and Dataset components share: their attributes are a spec, validated by its model."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from dagster import Component, ComponentLoadContext
 from pydantic import BaseModel
 
 from backfill_platform.specs.common import SpecModel
-from backfill_platform.specs.loader import COMPONENT_FILE, raise_problems, record_source
+from backfill_platform.specs.spec_set import raise_problems, record_source
 from backfill_platform.specs.yaml_guard import check_component_file
 
 SpecT = TypeVar("SpecT", bound=SpecModel)
+# A component instance's file in its folder of the defs folder.
+COMPONENT_FILE = "defs.yaml"
 
 
 class SpecComponent(Component, Generic[SpecT]):

@@ -124,18 +124,17 @@ def run_child(written: Path) -> None:
     from pyspark import SparkContext
 
     from backfill_platform import settings
-    from backfill_platform.components.registry import package_project, project_specs
+    from backfill_platform.components.registry import package_project, project_definitions, project_specs
     from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
     from backfill_platform.lakehouse.resources import (
         LOCAL_CLIENT_JIT_OPTIONS,
         SparkIcebergResource,
         catalog_from_env,
     )
-    from backfill_platform.orchestration.factory import build_definitions
     from backfill_platform.pipeline.names import events_key, production_key, shadow_key
 
     specs = project_specs(package_project())
-    defs = build_definitions(specs)
+    defs = project_definitions(package_project())
     stream, views = specs.streams["playback"], specs.datasets["views_per_title"]
     # The stream's first three days; the middle one is backfilled (its read window reaches into both others,
     # and it has settled: the `settled` check blocks an archive that ends inside the window).

@@ -222,7 +222,7 @@ def submit_backfill(
     if missing:
         raise SubmitError(
             f"no code location at {client.base_url} defines {', '.join(missing)}: does the webserver load "
-            f"dataset {request.dataset.name!r} and stream {request.stream.name!r} (its BACKFILL_PLATFORM_SPECS)?"
+            f"dataset {request.dataset.name!r} and stream {request.stream.name!r} (components of the project it serves)?"
         )
     # The daemon sets each run's partition range itself; the backfill carries reason, ticket and policy.
     tags = {k: v for k, v in request.tags().items() if not k.startswith("dagster/")}

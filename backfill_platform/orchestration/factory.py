@@ -1,14 +1,13 @@
 """Build every asset, check and job from the specs: nothing is written per stream or dataset by hand.
 
-One set of builders for two callers: the `Stream`, `Dataset` and `Lakehouse` components (a project's
-defs folder, its `definitions.py`; the Lakehouse also builds the spec folders of BACKFILL_PLATFORM_SPECS
-in this package's project), and `build_definitions` for a whole `SpecSet` in one call (the demo, the
-benchmark, tests).
+The builders of the `Stream`, `Dataset` and `Lakehouse` components: each component instance of a
+project's defs folder builds its own assets here, and the Lakehouse what they all run on. Definitions
+are only ever loaded from a project (`components/registry.project_definitions`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from dagster import AssetsDefinition, Definitions
 
@@ -31,7 +30,7 @@ from backfill_platform.pipeline.replay.job import replay_to_kafka_job, replay_to
 from backfill_platform.pipeline.replay.kinesis import KinesisResource
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import SpecSet, check_isolation
+from backfill_platform.specs.spec_set import SpecSet, check_isolation
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -60,18 +59,6 @@ def platform_definitions(specs: SpecSet) -> Definitions:
     )
 
 
-def spec_assets(
-    streams: Iterable[StreamSpec], datasets: Iterable[DatasetSpec], known_streams: dict[str, StreamSpec]
-) -> list[AssetsDefinition]:
-    """The assets of these streams and datasets; a dataset's stream may be any of `known_streams`."""
-    assets = []
-    for stream in streams:
-        assets += stream_assets(stream)
-    for dataset in datasets:
-        assets += dataset_assets(dataset, {name: known_streams[name] for name in dataset.stream_names})
-    return assets
-
-
 def stream_assets(stream: StreamSpec) -> list[AssetsDefinition]:
     """A stream's observable archive and events table, with the daily refresh's conditions."""
     return [
@@ -93,9 +80,3 @@ def dataset_assets(dataset: DatasetSpec, streams: Mapping[str, StreamSpec]) -> l
     ]
     assets.append(build_production_asset(dataset, sources, production_condition(sources)))
     return assets
-
-
-def build_definitions(specs: SpecSet) -> Definitions:
-    """Every asset of a SpecSet and the platform, in one call (the demo, the benchmark, tests)."""
-    assets = spec_assets(specs.streams.values(), specs.datasets.values(), specs.streams)
-    return Definitions.merge(Definitions(assets=assets), platform_definitions(specs))

@@ -80,7 +80,7 @@ def _step_kind(value: Any) -> str | None:
 
 
 # One step from a historical version towards the latest. pydantic puts the tag (the step's key) in an
-# error's path, right before the same key: the loader says it once (`specs/loader.py`).
+# error's path, right before the same key: `spec_set.field_path` says it once.
 UpcastStep = Annotated[
     Annotated[Rename, Tag("rename")]
     | Annotated[Default, Tag("default")]

@@ -1,5 +1,5 @@
-"""The one way a spec's YAML is read, on both routes: the spec loader (CLI, BACKFILL_PLATFORM_SPECS) and
-the Components route (`definitions.py` checks every YAML file of a defs folder before Dagster parses it).
+"""The one way a spec's YAML is read: a project's defs folder is checked, every YAML file of it, before
+Dagster parses it (`definitions.py`, `components/registry.py`), and each component checks its own file.
 
 A spec is a few KiB of YAML. Before anything is built from it, a file must be a regular file (a FIFO
 would block the reader forever, a link to `/dev/zero` never ends: opened without blocking and judged by

@@ -18,10 +18,9 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
-from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.orchestration.dagster_home import write_dagster_home
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.datasets import (
     INGESTIONS,
@@ -31,8 +30,8 @@ from backfill_platform_tests.support.datasets import (
     local_daily_data,
     production,
 )
+from backfill_platform_tests.support.projects import write_project
 from backfill_platform_tests.support.session import D2
-from backfill_platform_tests.support.specs import write_spec
 
 STREAM, DATASET, NEW_YORK_DATASET = "playback_cli_hourly", "views_cli_hourly", "plays_cli_new_york"
 HOURS = ["2026-10-02-18:00", "2026-10-02-19:00"]
@@ -46,18 +45,20 @@ def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     archive = data_dir / "archive" / STREAM
     if not archive.exists():
         shutil.copytree(data_dir / "archive" / "playback", archive)
-    stream = builtin_spec_data("playback")
+    stream = demo_spec_data("playback")
     # About 80 events an hour: one quarantined line is over 1 %, so the ratio has the floor hours need.
     stream.update(name=STREAM, partition_grain="hour", max_quarantined_per_day=3)
     stream["archive"]["location"] = f"archive/{STREAM}"
-    specs = tmp_path_factory.mktemp("cli_hourly_specs")
-    write_spec(specs, STREAM, stream)
-    write_spec(specs, DATASET, hourly_dataset_data("v1", STREAM, DATASET))
-    write_spec(specs, NEW_YORK_DATASET, local_daily_data(NEW_YORK_DATASET, STREAM, "America/New_York"))
+    specs = [
+        stream,
+        hourly_dataset_data("v1", STREAM, DATASET),
+        local_daily_data(NEW_YORK_DATASET, STREAM, "America/New_York"),
+    ]
+    project = write_project(tmp_path_factory.mktemp("cli_hourly_project"), specs)
     home = tmp_path_factory.mktemp("cli_hourly_dagster_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.SPECS_ENV, str(specs))
+        patch.chdir(project.root)  # the CLI's project, as `dg`'s: the one of its working directory
         patch.setenv("DAGSTER_HOME", str(home))
         yield home
 

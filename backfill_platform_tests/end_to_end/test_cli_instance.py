@@ -21,14 +21,16 @@ import pytest
 import yaml
 
 from backfill_platform import settings
+from backfill_platform.components.registry import Project
 from backfill_platform.operations import submit
 from backfill_platform.operations.explain import describe
 from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform_tests.support.dagster_dev import SUBMIT_DATASET, SUBMIT_STREAM
 from backfill_platform_tests.support.lakehouse import catalog_of
 from backfill_platform_tests.support.processes import free_port
+from backfill_platform_tests.support.projects import write_project
 from backfill_platform_tests.support.session import REPO_ROOT
-from backfill_platform_tests.support.streams import write_stream_copy
+from backfill_platform_tests.support.streams import stream_copy_specs
 
 pytestmark = pytest.mark.other_writers
 
@@ -38,12 +40,11 @@ END = "2026-10-04"
 REASON, TICKET = "instance test", "T-1"
 
 
-def cli_env(data_dir: Path, specs: str) -> dict[str, str]:
+def cli_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     env.update(
         {
             settings.DATA_DIR_ENV: str(data_dir),
-            settings.SPECS_ENV: specs,
             "SPARK_LOCAL_IP": "127.0.0.1",
             "DAGSTER_DISABLE_TELEMETRY": "1",
             "TZ": "UTC",
@@ -52,9 +53,12 @@ def cli_env(data_dir: Path, specs: str) -> dict[str, str]:
     return env
 
 
-def run_cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_cli(
+    env: dict[str, str], project: Project, *args: str, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """`backfill-platform` run from the project's folder, as `dg` is: the CLI reads that project."""
     result = subprocess.run(
-        [str(CLI), *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+        [str(CLI), *args], cwd=project.root, env=env, capture_output=True, text=True, timeout=timeout
     )
     print(result.stdout[-6000:], result.stderr[-4000:])  # shown when a test fails
     return result
@@ -67,10 +71,10 @@ def report_row(output: str, day: str) -> list[str]:
     raise AssertionError(f"no report row for {day}")
 
 
-def test_backfill_submitted_to_the_webserver(dagster_dev, dagster_dev_specs: Path):
-    env = cli_env(dagster_dev.data_dir, str(dagster_dev_specs))
+def test_backfill_submitted_to_the_webserver(dagster_dev, dagster_dev_project: Project):
+    env = cli_env(dagster_dev.data_dir)
     result = run_cli(
-        env, "backfill", "--dataset", SUBMIT_DATASET, "--start", DAYS[0], "--end", END,
+        env, dagster_dev_project, "backfill", "--dataset", SUBMIT_DATASET, "--start", DAYS[0], "--end", END,
         "--instance", dagster_dev.base_url, "--reason", REASON, "--ticket", TICKET,
     )  # fmt: skip
     assert result.returncode == 0, dagster_dev.log_tail()
@@ -123,24 +127,34 @@ def test_backfill_submitted_to_the_webserver(dagster_dev, dagster_dev_specs: Pat
     assert f"promoted {len(DAYS)} day(s)" in out
 
 
-def test_instance_errors_are_clear(dagster_dev, dagster_dev_specs: Path, tmp_path):
+def test_instance_errors_are_clear(dagster_dev, dagster_dev_project: Project, dagster_dev_specs, tmp_path):
     # Nothing listens: the URL is named, no traceback.
     data_dir = dagster_dev.data_dir
-    env = cli_env(data_dir, str(dagster_dev_specs))
+    env = cli_env(data_dir)
     dead = f"http://127.0.0.1:{free_port()}"
     result = run_cli(
-        env, "backfill", "--dataset", SUBMIT_DATASET, "--start", DAYS[0], "--end", END, "--instance", dead
+        env,
+        dagster_dev_project,
+        "backfill",
+        "--dataset",
+        SUBMIT_DATASET,
+        "--start",
+        DAYS[0],
+        "--end",
+        END,
+        "--instance",
+        dead,
     )
     assert result.returncode == 1
     assert f"no Dagster webserver answers at {dead}" in result.stderr
     assert "Traceback" not in result.stderr
 
     # A dataset this process knows and the webserver does not load: its missing assets are named.
-    extra = tmp_path / "specs"
-    write_stream_copy(extra, data_dir, "playback_not_served", "views_not_served", drop_hours=[])
-    env = cli_env(data_dir, os.pathsep.join([str(dagster_dev_specs), str(extra)]))
+    # (This process's project: the server's components and one more stream and dataset.)
+    extra = stream_copy_specs(data_dir, "playback_not_served", "views_not_served", drop_hours=[])
+    project = write_project(tmp_path, [*dagster_dev_specs, *extra], demo=True)
     result = run_cli(
-        env, "backfill", "--dataset", "views_not_served", "--start", DAYS[0], "--end", END,
+        env, project, "backfill", "--dataset", "views_not_served", "--start", DAYS[0], "--end", END,
         "--instance", dagster_dev.base_url,
     )  # fmt: skip
     assert result.returncode == 1

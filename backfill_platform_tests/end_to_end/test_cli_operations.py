@@ -17,12 +17,10 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import Result
 from dagster import DagsterInstance
 from pyspark.sql import functions as F
 
-from backfill_platform import settings
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import table_exists
 from backfill_platform.orchestration.dagster_home import write_dagster_home
@@ -31,8 +29,9 @@ from backfill_platform.specs.durations import HOUR, midnight
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import GAP_HOUR
 from backfill_platform_tests.support.datasets import LEDGER, production
+from backfill_platform_tests.support.projects import write_project
 from backfill_platform_tests.support.session import DAYS, START
-from backfill_platform_tests.support.streams import write_stream_copy
+from backfill_platform_tests.support.streams import stream_copy_specs
 
 STREAM, DATASET = "playback_cli", "views_cli"
 GAP_STREAM, GAP_DATASET = "playback_cli_gap", "views_cli_gap"
@@ -46,20 +45,21 @@ PRODUCTION = production(DATASET).table
 
 @pytest.fixture(scope="module")
 def cli_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Spec copies of the session archive (one whole, one without GAP_HOUR, one with a strict
-    quarantine bound) and a Dagster instance of its own, for every command of this module."""
-    specs = tmp_path_factory.mktemp("cli_specs")
-    write_stream_copy(specs, data_dir, STREAM, DATASET, drop_hours=[])
-    write_stream_copy(specs, data_dir, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR])
-    write_stream_copy(specs, data_dir, STRICT_STREAM, STRICT_DATASET, drop_hours=[])
-    strict = specs / f"{STRICT_STREAM}.yaml"
-    strict.write_text(
-        yaml.safe_dump({**yaml.safe_load(strict.read_text()), "max_quarantine_ratio": STRICT_RATIO})
-    )
+    """A project of copies of the session archive (one whole, one without GAP_HOUR, one with a strict
+    quarantine bound) beside the demo's streams and datasets, and a Dagster instance of its own, for every
+    command of this module."""
+    strict = stream_copy_specs(data_dir, STRICT_STREAM, STRICT_DATASET, drop_hours=[])
+    strict[0]["max_quarantine_ratio"] = STRICT_RATIO
+    specs = [
+        *stream_copy_specs(data_dir, STREAM, DATASET, drop_hours=[]),
+        *stream_copy_specs(data_dir, GAP_STREAM, GAP_DATASET, drop_hours=[GAP_HOUR]),
+        *strict,
+    ]
+    project = write_project(tmp_path_factory.mktemp("cli_project"), specs, demo=True)
     home = tmp_path_factory.mktemp("cli_dagster_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.SPECS_ENV, str(specs))
+        patch.chdir(project.root)  # the CLI's project, as `dg`'s: the one of its working directory
         patch.setenv("DAGSTER_HOME", str(home))
         patch.setenv(PROGRESS_SECONDS_ENV, "1")  # a step's signs of life, every second
         yield home

@@ -20,8 +20,8 @@ import pytest
 
 from backfill_platform import settings
 from backfill_platform.components.project import init_project
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.orchestration.dagster_home import write_dagster_home
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import table_row
 from backfill_platform_tests.support.lakehouse import catalog_of
 from backfill_platform_tests.support.session import REPO_ROOT
@@ -72,7 +72,7 @@ class TeamProject:
         write_dagster_home(self.home)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", settings.SPECS_ENV)}
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(
             {
                 "PATH": f"{DG.parent}{os.pathsep}{env['PATH']}",
@@ -103,7 +103,7 @@ class TeamProject:
         return result
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
-        """`backfill-platform` run from the project's folder, as `dg` is: no BACKFILL_PLATFORM_SPECS."""
+        """`backfill-platform` run from the project's folder, as `dg` is: it reads that project."""
         result = subprocess.run(
             [str(DG.parent / "backfill-platform"), *args],
             cwd=self.root,
@@ -121,7 +121,7 @@ def project(playback_archive: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """The team's project over the session's archive (read in place), with its own lakehouse."""
     root = tmp_path_factory.mktemp("team_project")
     project = TeamProject(root, root / "data", playback_archive)
-    stream = builtin_spec_data("playback")
+    stream = demo_spec_data("playback")
     stream["name"] = "team_playback"
     stream["archive"]["location"] = str(playback_archive)  # an archive root of the project's env()
     write_component(project.defs, "team_playback", stream)

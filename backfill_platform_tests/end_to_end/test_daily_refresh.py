@@ -47,11 +47,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from pyspark.sql import functions as F
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
 from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadPlan
 from backfill_platform.pipeline.partitions import HOUR_KEY
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.dagster_dev import dagster_dev_server
 from backfill_platform_tests.support.dagster_graphql import (
@@ -162,17 +162,17 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
     """The demo stream's spec under another name, first day three settled days ago, observed every minute,
     on a small archive generated for those days (and the next, so that it is complete if it settles while
     the test runs); the demo dataset on it; the impressions stream beside it and the join of both."""
-    stream = builtin_spec_data("playback")
+    stream = demo_spec_data("playback")
     playback = StreamSpec.model_validate(stream)
     latest = latest_settled_day(playback, datetime.now(UTC))
     start = latest - timedelta(days=SETTLED_DAYS - 1)
     stream.update(name=STREAM, first_partition=start.isoformat(), archive_observation_cron="* * * * *")
     stream["archive"]["location"] = f"archive/{STREAM}"
     spec = StreamSpec.model_validate(stream)
-    dataset = builtin_spec_data("views_per_title")
+    dataset = demo_spec_data("views_per_title")
     dataset.update(name=DATASET, source_stream=STREAM)
 
-    impressions = builtin_spec_data("impressions")
+    impressions = demo_spec_data("impressions")
     impressions.update(
         name=IMPRESSIONS_STREAM,
         first_partition=start.isoformat(),
@@ -180,14 +180,14 @@ def live(refresh_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveSt
         allow_empty_hours=True,  # a few impressions an hour at night: an hour may have none
     )
     impressions["archive"]["location"] = f"archive/{IMPRESSIONS_STREAM}"
-    join = builtin_spec_data("attributed_plays")
+    join = demo_spec_data("attributed_plays")
     join.update(name=JOIN, sources=[STREAM, {"stream": IMPRESSIONS_STREAM, "lookback": "30m"}])
     join["expected_rows"]["source"] = STREAM
     join["versions"] = {"v2": {"transform": "attribution.py:v2"}}
 
     # The shipped hourly stream and its New York days, on a copy of the same archive (its own late file).
     hourly = hourly_stream_data(start)
-    new_york = builtin_spec_data("plays_new_york")
+    new_york = demo_spec_data("plays_new_york")
     new_york.update(name=NEW_YORK, source_stream=HOURLY_STREAM)
 
     project = team_project(
@@ -216,7 +216,7 @@ def refresh_dev(live: LiveStream, refresh_data: Path, tmp_path_factory: pytest.T
     home = tmp_path_factory.mktemp("daily_refresh_dagster_home")
     # The sensor every 10 s instead of the default 30: each step of a chain waits for one tick.
     with dagster_dev_server(
-        refresh_data, home, [], {INTERVAL_ENV: str(SENSOR_INTERVAL_SECONDS)}, live.project / "workspace.yaml"
+        refresh_data, home, live.project / "workspace.yaml", {INTERVAL_ENV: str(SENSOR_INTERVAL_SECONDS)}
     ) as dev:
         yield dev
 
@@ -430,7 +430,7 @@ def test_a_late_file_repromotes_the_affected_days_with_nobody_clicking(
 def hourly_stream_data(first: date) -> dict:
     """The shipped hourly stream as the team declares it: from `first`, observed every minute, on its copy of
     the live archive."""
-    hourly = builtin_spec_data("playback_hourly")
+    hourly = demo_spec_data("playback_hourly")
     hourly.update(name=HOURLY_STREAM, first_partition=first.isoformat(), archive_observation_cron="* * * * *")
     hourly["archive"]["location"] = f"archive/{HOURLY_STREAM}"
     return hourly
@@ -449,7 +449,7 @@ def new_york_day(hour_key: str) -> str:
 
 
 def new_york_zone() -> str:
-    return builtin_spec_data("plays_new_york")["partition_timezone"]
+    return demo_spec_data("plays_new_york")["partition_timezone"]
 
 
 def write_hourly_late_file(archive: Path, spec: StreamSpec, hour: datetime, day: date) -> float:

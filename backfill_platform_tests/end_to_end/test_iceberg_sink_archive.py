@@ -18,13 +18,13 @@ from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThanOrEq
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.devtools.generator.kafka_connect import KafkaConnectTruth, arrivals
 from backfill_platform.lakehouse.resources import ARCHIVE_CATALOG_ENV
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.specs.durations import day_bounds
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run, settled_by_day
 from backfill_platform_tests.support.kafka import create_topic
@@ -98,7 +98,7 @@ def landing_catalog(moto, rest_catalog, spark, monkeypatch):
 
 
 def sink_spec(name: str, **kafka_metadata) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"] = {"iceberg_table": TABLE, "catalog": CATALOG, "payload_column": "payload",
                       "kafka_metadata": {"topic": TOPIC, **kafka_metadata}}  # fmt: skip

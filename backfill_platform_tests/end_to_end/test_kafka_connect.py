@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_kafka_connect_archive
 from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.archive.kafka_connect import kafka_file, offset_problems
@@ -23,7 +24,6 @@ from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.pipeline.names import events_table
 from backfill_platform.specs.durations import day_bounds
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run, settled_by_day
 from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth
@@ -38,7 +38,7 @@ BUCKET = "kafka-connect-sink"
 
 
 def kafka_spec(name: str, location: str, fmt: str, **archive) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"] = {"location": location, "layout": LAYOUT, "format": fmt, "compression": "none",
                       "kafka_connect": {"topic": "playback", **archive}}  # fmt: skip

@@ -19,12 +19,12 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.devtools.generator.kafka_connect import LAYOUT, generate_kafka_connect_archive
 from backfill_platform.operations.plan import build_plan
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.specs.durations import day_bounds
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.kafka import create_topic
@@ -37,7 +37,7 @@ EDGES = "at the window's edges"
 
 
 def edges_spec(name: str, edges: bool = True) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"] = {"location": f"archive/{name}", "layout": LAYOUT, "format": "jsonl", "compression": "none",
                       "kafka_connect": {"topic": TOPIC, "edges_from_topic": edges}}  # fmt: skip

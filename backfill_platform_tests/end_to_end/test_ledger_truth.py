@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.components.registry import Project
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
@@ -38,9 +39,10 @@ from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
-from backfill_platform_tests.support.datasets import dataset, production, run, write_dataset_spec
+from backfill_platform_tests.support.datasets import dataset, production, renamed_dataset_data, run
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
-from backfill_platform_tests.support.session import D1, D2, D3, REPO_ROOT
+from backfill_platform_tests.support.projects import load_project, write_project
+from backfill_platform_tests.support.session import D1, D2, D3
 
 pytestmark = pytest.mark.long_running(minutes=2)
 
@@ -131,17 +133,17 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
 def test_the_revert_job_materializes_each_restored_day(
     ready, spark, spark_resource, playback, tmp_path, monkeypatch
 ):
-    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
+    # The job looks the dataset up by name among the project's specs: a component of the test's own.
     name = "views_truth_job"
-    monkeypatch.setenv(settings.SPECS_ENV, str(write_dataset_spec(tmp_path / "specs", name)))
-    spec = dataset(name)
+    specs = load_project(write_project(tmp_path, [renamed_dataset_data(name)], demo=True))
+    spec = specs.datasets[name]
     assert run(spark_resource, [build_shadow_asset(spec, [playback], "v2")], D1, D2).success
     promotion = promote(spark, spec, [playback], D1, D3)
     result = revert_promotion_job.execute_in_process(
         run_config={"ops": {"revert_promotion_op": {"config": {"dataset": name, "reason": "job"}}}},
-        resources={"spark": spark_resource, "specs": project_specs()},
+        resources={"spark": spark_resource, "specs": specs},
     )
     assert result.success
     materializations = result.asset_materializations_for_node("revert_promotion_op")
@@ -166,10 +168,10 @@ from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.lakehouse.resources import catalog_from_env, spark_from_env
 from backfill_platform.pipeline.promotion import promote as promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
-from backfill_platform.components.registry import package_project, project_specs
+from backfill_platform.components.registry import project_specs
 
 name, first, end = sys.argv[1], date.fromisoformat(sys.argv[2]), date.fromisoformat(sys.argv[3])
-specs = project_specs(package_project())
+specs = project_specs()  # the working directory's project
 spec, stream = specs.datasets[name], specs.streams["playback"]
 resource = spark_from_env(catalog_from_env())
 tags = {"dagster/asset_partition_range_start": sys.argv[2], "dagster/asset_partition_range_end": sys.argv[4]}
@@ -187,17 +189,18 @@ raise SystemExit("the promotion should have been killed after its commit")
 """
 
 
-def subprocess_env(data_dir: Path, specs: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, settings.DATA_DIR_ENV: str(data_dir), settings.SPECS_ENV: str(specs)}
+def subprocess_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, settings.DATA_DIR_ENV: str(data_dir)}
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "DAGSTER_DISABLE_TELEMETRY": "1", **extra})
     env.pop("DAGSTER_HOME", None)
     return env
 
 
-def run_python(env: dict[str, str], *args: str):
+def run_python(env: dict[str, str], project: Project, *args: str):
+    """Python run from the project's folder: the CLI and `project_specs()` read that project, as `dg` does."""
     return subprocess.run(
         [sys.executable, *args],
-        cwd=REPO_ROOT,
+        cwd=project.root,
         env=env,
         capture_output=True,
         text=True,
@@ -261,8 +264,9 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
     name = "views_truth_killed"
     days = [D1.isoformat(), D2.isoformat()]
     data = own_data_dir(tmp_path / "data", playback_archive)  # the subprocesses commit here
-    env = subprocess_env(data, write_dataset_spec(tmp_path / "specs", name))
-    killed = run_python(env, "-c", KILLED_PROMOTION, name, days[0], D3.isoformat(), days[1])
+    env = subprocess_env(data)
+    project = write_project(tmp_path, [renamed_dataset_data(name)], demo=True)
+    killed = run_python(env, project, "-c", KILLED_PROMOTION, name, days[0], D3.isoformat(), days[1])
     assert killed.returncode == -9, killed.stderr[-3000:]
 
     table = production(name).table
@@ -274,7 +278,7 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
         days, (None, None, None)
     )  # production and ledger disagree
 
-    ledger_command = run_python(env, "-m", "backfill_platform.cli", "ledger", "--dataset", name)
+    ledger_command = run_python(env, project, "-m", "backfill_platform.cli", "ledger", "--dataset", name)
     assert ledger_command.returncode == 0, ledger_command.stderr[-3000:]
     assert "ledger repaired from production's history: 2 row(s) corrected" in ledger_command.stdout
     assert fresh_facts(spark, data, name) == dict.fromkeys(days, (promoted, "killed-run", None))
@@ -285,7 +289,7 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
     write_dagster_home(home)
     revert_env = {**env, "DAGSTER_HOME": str(home)}
     reverted = run_python(
-        revert_env, "-m", "backfill_platform.cli", "revert", "--dataset", name, "--reason", "t"
+        revert_env, project, "-m", "backfill_platform.cli", "revert", "--dataset", name, "--reason", "t"
     )
     assert reverted.returncode == 0, reverted.stderr[-3000:]
     assert "reported 2 day(s) of production to the Dagster instance" in reverted.stdout
@@ -298,5 +302,5 @@ def test_a_promotion_killed_after_its_commit_is_recorded_by_the_ledger_command(
     assert all(e.metadata["snapshot_id"].value == str(revert_snapshot) for e in events.values())
 
     # Consistent now: the ledger command repairs nothing.
-    again = run_python(env, "-m", "backfill_platform.cli", "ledger", "--dataset", name)
+    again = run_python(env, project, "-m", "backfill_platform.cli", "ledger", "--dataset", name)
     assert again.returncode == 0 and "repaired" not in again.stdout, again.stderr[-3000:]

@@ -38,15 +38,18 @@ BUILTIN_ASSETS = {
 }
 # Run by the fresh venv's python: what the installed package defines and where it read its specs from.
 PROBE = """
-import json, sys
+import importlib, json, sys
+from pathlib import Path
 import backfill_platform
 from backfill_platform.definitions import defs
-from backfill_platform.specs.loader import BUILTIN_SPECS_DIR, load_specs
-specs = load_specs()
+from backfill_platform.components.registry import package_project, project_specs
+project = package_project()
+specs = project_specs(project)
+specs_dir = Path(importlib.import_module(project.defs_module).__file__).parent
 print(json.dumps({
     "package": backfill_platform.__file__,
-    "specs_dir": str(BUILTIN_SPECS_DIR),
-    "spec_files": sorted(p.relative_to(BUILTIN_SPECS_DIR).as_posix() for p in BUILTIN_SPECS_DIR.rglob("*.yaml")),
+    "specs_dir": str(specs_dir),
+    "spec_files": sorted(p.relative_to(specs_dir).as_posix() for p in specs_dir.rglob("*.yaml")),
     "streams": sorted(specs.streams),
     "datasets": sorted(specs.datasets),
     "assets": sorted(k.to_user_string() for k in defs().resolve_asset_graph().get_all_asset_keys()),
@@ -105,8 +108,8 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_outside_repo(args: list[str], cwd: Path, data: Path) -> str:
-    """Run with a working directory outside the repository, no PYTHONPATH and no extra spec folders."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BACKFILL_PLATFORM_SPECS")}
+    """Run with a working directory outside the repository and no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(BACKFILL_PLATFORM_DATA=str(data), DAGSTER_HOME=str(cwd), TZ="UTC")
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]

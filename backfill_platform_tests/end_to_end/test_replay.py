@@ -333,7 +333,7 @@ def test_a_request_filed_before_the_replay_keeps_its_subject_out_and_is_counted(
     from backfill_platform.pipeline.erasure.requests import file_requests
     from backfill_platform.pipeline.replay.job import replay_to_kinesis_job
     from backfill_platform.pipeline.replay.kinesis import KinesisResource
-    from backfill_platform.specs.loader import SpecSet
+    from backfill_platform.specs.spec_set import SpecSet
     from backfill_platform_tests.support.replay_streams import replay_stream
 
     target, first, after = "erasure-replay-backfill", START, START + timedelta(days=1)

@@ -21,6 +21,7 @@ import pytest
 from dagster import materialize
 
 from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.pipeline.archive.listing import list_files, manifest_fingerprint
 from backfill_platform.pipeline.archive.opening import ArchiveReadError
@@ -37,7 +38,6 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.archive_location import ArchiveSpec
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import midnight
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.moto import MotoServer, aws
 from backfill_platform_tests.support.session import START, range_tags
@@ -53,14 +53,14 @@ TRUNCATED = "truncated.jsonl.gz"  # added to the first hour folder of the second
 
 
 def stream_spec(name: str, location: str) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"]["location"] = location
     return StreamSpec.model_validate(raw)
 
 
 def views_spec(name: str, stream: str) -> DatasetSpec:
-    raw = builtin_spec_data("views_per_title")
+    raw = demo_spec_data("views_per_title")
     raw["name"], raw["source_stream"] = name, stream
     return DatasetSpec.model_validate(raw)
 

@@ -24,7 +24,8 @@ from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform_tests.support.cli import invoke, table_row
 from backfill_platform_tests.support.dagster_dev import VIEWS_BACKFILL_DAYS
 from backfill_platform_tests.support.datasets import LEDGER, production
-from backfill_platform_tests.support.streams import write_stream_copy
+from backfill_platform_tests.support.projects import write_project
+from backfill_platform_tests.support.streams import stream_copy_specs
 
 STREAM, DATASET = "playback_sweep", "views_sweep"
 PRODUCTION = production(DATASET).table
@@ -34,13 +35,13 @@ VIEWS_DAY, VIEWERS_DAY = "2026-10-02", "2026-10-03"
 
 @pytest.fixture(scope="module")
 def sweep_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A spec copy of the session archive and a Dagster instance of this module's own."""
-    specs = tmp_path_factory.mktemp("sweep_specs")
-    write_stream_copy(specs, data_dir, STREAM, DATASET, drop_hours=[])
+    """A project of a copy of the session archive and a Dagster instance of this module's own."""
+    specs = stream_copy_specs(data_dir, STREAM, DATASET, drop_hours=[])
+    project = write_project(tmp_path_factory.mktemp("sweep_project"), specs)
     home = tmp_path_factory.mktemp("sweep_dagster_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.SPECS_ENV, str(specs))
+        patch.chdir(project.root)  # the CLI's project, as `dg`'s: the one of its working directory
         patch.setenv("DAGSTER_HOME", str(home))
         yield home
 

@@ -8,13 +8,13 @@ loopback only, password authentication on TCP), a Spark standalone master + one 
 own REST catalog server whose warehouse is a prefix of a bucket in moto's S3 (`rest_catalog`, conftest). A
 3-day validated backfill runs through `dagster asset materialize` in a subprocess whose environment points
 the catalog at the REST server, the warehouse at S3, the Dagster instance at PostgreSQL and Spark at the
-cluster: the team's own stream `plays` (a spec folder, BACKFILL_PLATFORM_SPECS), whose archive is in another
-bucket of the same S3 (read by the cluster's tasks), and the demo dataset on it as `plays_per_title` (events →
-shadow v2 → production); then `backfill-platform revert` undoes the promotion. Everything is read back independently: production, shadow
-and the ledger through PyIceberg on the same REST endpoint, every table's files as objects in the bucket,
-the run from Dagster's `runs` table with psycopg, the applications from the Spark master. A JDBC catalog on
-PostgreSQL stays a supported configuration (one backfill, last test). Everything the fixtures started is
-stopped, also when a test fails.
+cluster: the team's own stream `plays` (a component of the team's project, run from its folder), whose
+archive is in another bucket of the same S3 (read by the cluster's tasks), and the demo dataset on it as
+`plays_per_title` (events → shadow v2 → production); then `backfill-platform revert` undoes the promotion.
+Everything is read back independently: production, shadow and the ledger through PyIceberg on the same REST
+endpoint, every table's files as objects in the bucket, the run from Dagster's `runs` table with psycopg,
+the applications from the Spark master. A JDBC catalog on PostgreSQL stays a supported configuration (one
+backfill, last test). Everything the fixtures started is stopped, also when a test fails.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ from backfill_platform.pipeline.ledger.commits import ACTION, RANGE_END, RANGE_S
 from backfill_platform.pipeline.run_tags import RUN_ID
 from backfill_platform_tests.support.datasets import production
 from backfill_platform_tests.support.processes import free_port, stop, wait_until
+from backfill_platform_tests.support.projects import write_project
 from backfill_platform_tests.support.session import REPO_ROOT, START
-from backfill_platform_tests.support.streams import write_stream_specs
+from backfill_platform_tests.support.streams import stream_specs
 
 pytestmark = [
     pytest.mark.other_writers,
@@ -56,7 +57,7 @@ pytestmark = [
 DAYS = 3
 EVENTS_PER_DAY = 2000
 DAYS_OF_RANGE = [(START + timedelta(days=i)).isoformat() for i in range(DAYS)]
-# The team's stream and dataset (the demo's, declared again in a spec folder), its archive in S3.
+# The team's stream and dataset (the demo's, declared again as its project's components), its archive in S3.
 STREAM = "plays"
 DATASET = "plays_per_title"
 ARCHIVE_BUCKET = "team-archive"
@@ -293,6 +294,7 @@ class TeamBackfill:
     seconds: float
     truth: dict
     dagster_home: Path
+    project_root: Path  # the team's project: its CLI runs from here
 
 
 def team_env(
@@ -324,10 +326,13 @@ def team_env(
     return env
 
 
-def run_cli(env: dict[str, str], command: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+def run_cli(
+    env: dict[str, str], command: list[str], cwd: Path = REPO_ROOT
+) -> tuple[subprocess.CompletedProcess, float]:
+    """`command` run from `cwd` (a project's folder: the CLI and `dagster` read that project)."""
     began = time.monotonic()
     completed = subprocess.run(
-        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_SECONDS
     )
     seconds = time.monotonic() - began
     sys.stderr.write(f"\nteam tier: {' '.join(command[1:5])} took {seconds:.1f}s\n")
@@ -352,12 +357,11 @@ def team_backfill(
     generated = tmp_path_factory.mktemp("team_archive")
     truth = generate_playback_archive(generated, config)
     assert moto.upload(generated, ARCHIVE_BUCKET, STREAM) == truth["totals"]["files"] + 1  # + _truth.json
-    specs = tmp_path_factory.mktemp("team_specs")
-    write_stream_specs(specs, STREAM, DATASET, f"s3://{ARCHIVE_BUCKET}/{STREAM}")
+    specs = stream_specs(STREAM, DATASET, f"s3://{ARCHIVE_BUCKET}/{STREAM}")
+    project = write_project(tmp_path_factory.mktemp("team_project"), specs)
     dagster_home = tmp_path_factory.mktemp("team_dagster_home")
     shutil.copy(REPO_ROOT / "dagster.team.yaml", dagster_home / "dagster.yaml")
     env = team_env(postgres, spark_cluster, rest_catalog, moto, data_dir, dagster_home)
-    env[settings.SPECS_ENV] = str(specs)
     command = [
         sys.executable,
         "-m",
@@ -365,14 +369,21 @@ def team_backfill(
         "asset",
         "materialize",
         "-m",
-        "backfill_platform.definitions",
+        project.definitions_module,
         "--select",
         SELECTION,
         "--partition-range",
         f"{DAYS_OF_RANGE[0]}...{DAYS_OF_RANGE[-1]}",
     ]
-    completed, seconds = run_cli(env, command)
-    return TeamBackfill(env=env, completed=completed, seconds=seconds, truth=truth, dagster_home=dagster_home)
+    completed, seconds = run_cli(env, command, project.root)
+    return TeamBackfill(
+        env=env,
+        completed=completed,
+        seconds=seconds,
+        truth=truth,
+        dagster_home=dagster_home,
+        project_root=project.root,
+    )
 
 
 @pytest.fixture
@@ -453,7 +464,11 @@ def test_production_read_back_through_the_rest_catalog_then_reverted(
         assert row["promoted_snapshot_id"] == promotion.snapshot_id, day
 
     # Reverting is one more commit through the same catalog, from the CLI on the same variables.
-    run_cli(team_backfill.env, [str(CLI), "revert", "--dataset", DATASET, "--reason", "team tier"])
+    run_cli(
+        team_backfill.env,
+        [str(CLI), "revert", "--dataset", DATASET, "--reason", "team tier"],
+        team_backfill.project_root,
+    )
     reverted = catalog.load_table(PRODUCTION)
     assert reverted.current_snapshot().summary.get(ACTION) == "revert"
     assert reverted.current_snapshot().parent_snapshot_id == promotion.snapshot_id

@@ -1,12 +1,13 @@
 """A real `dagster dev` (webserver + daemon) for end-to-end tests.
 
-One webserver and daemon serve the repository's workspace for the whole pytest session (the `dagster_dev`
-fixture in conftest.py), with its own Dagster instance, a data directory of its own (`dagster_dev_data`:
-its runs commit there, never to the test process's catalog) holding a copy of the generated archives, and
-an extra spec folder (BACKFILL_PLATFORM_SPECS) holding the streams and datasets the UI tests need besides
-the demo's: `playback_gap_ui`, a copy of the generated playback archive with one ingestion hour deleted,
-and the dataset `views_gap_ui` on it. `playback_submitted`/`views_submitted`: a whole copy, which
-test_cli_instance.py backfills through `backfill-platform backfill --instance`.
+One webserver and daemon serve a team's project for the whole pytest session (the `dagster_dev` fixture in
+conftest.py: `dagster_dev_project`, its workspace the project's code location), with its own Dagster
+instance and a data directory of its own (`dagster_dev_data`: its runs commit there, never to the test
+process's catalog) holding a copy of the generated archives. The project holds the demo's components and
+the streams and datasets the UI tests need besides them: `playback_gap_ui`, a copy of the generated
+playback archive with one ingestion hour deleted, and the dataset `views_gap_ui` on it;
+`playback_submitted`/`views_submitted`, a whole copy, which test_cli_instance.py backfills through
+`backfill-platform backfill --instance`.
 
 What the tests ask the server (backfills, checks, materializations, the sensor, runs) is in
 `dagster_graphql.py`.
@@ -30,7 +31,6 @@ from backfill_platform.operations.graphql import GraphQLClient, SubmitError
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.run_settings import PARTITIONS_BEFORE_TAG
 from backfill_platform_tests.support.processes import free_port, stop, wait_until
-from backfill_platform_tests.support.session import REPO_ROOT
 
 STARTUP_TIMEOUT_SECONDS = 180
 # The backfill daemon loops every ~30 s: up to 30 s before the run starts and 30 s after it ended.
@@ -127,19 +127,17 @@ def wait_until_loaded(dev: DagsterDev) -> None:
 def dagster_dev_server(
     data_dir: Path,
     dagster_home: Path,
-    spec_dirs: list[Path],
+    workspace: Path,
     extra_env: dict[str, str] | None = None,
-    workspace: Path = REPO_ROOT / "workspace.yaml",
 ) -> Iterator[DagsterDev]:
     """`dagster dev` on a free loopback port with its own DAGSTER_HOME (and `extra_env` on top of the
-    test process's environment), serving `workspace` (default: the repository's, the package's project
-    with `spec_dirs` as BACKFILL_PLATFORM_SPECS); stopped (group) on exit."""
+    test process's environment), serving `workspace` (a project's: `support/projects.write_workspace`);
+    stopped (group) on exit."""
     write_dagster_home(dagster_home)
     port = free_port()
     env = {
         **os.environ,
         settings.DATA_DIR_ENV: str(data_dir),
-        settings.SPECS_ENV: os.pathsep.join(str(d) for d in spec_dirs),
         "DAGSTER_HOME": str(dagster_home),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "DAGSTER_DISABLE_TELEMETRY": "1",

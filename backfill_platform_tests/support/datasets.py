@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 
-import yaml
 from dagster import AssetCheckEvaluation, AssetKey, ExecuteInProcessResult, materialize
 
 from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, PROD_NAMESPACE, SHADOW_NAMESPACE
 from backfill_platform.pipeline.ledger.ledger import INGESTIONS_TABLE, LEDGER_TABLE
@@ -19,7 +18,6 @@ from backfill_platform.pipeline.promotion.assets import build_production_asset
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.validation.fingerprints import checksum
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.session import range_tags
 
 # Deliberately broken versions of views_per_title (spec `transform` references).
@@ -29,7 +27,7 @@ HOURLY_TRANSFORMS = "backfill_platform_tests.hourly_transforms"
 
 def dataset(name: str, active: str = "v2", extra_versions: dict | None = None, **changes) -> DatasetSpec:
     """views_per_title named `name`, with `extra_versions` (version -> function of TRANSFORMS)."""
-    raw = builtin_spec_data("views_per_title")
+    raw = demo_spec_data("views_per_title")
     raw["name"] = name
     raw["active_version"] = active
     for version, function in (extra_versions or {}).items():
@@ -122,13 +120,10 @@ def production(name: str) -> ProductionNames:
     return ProductionNames(key=production_key(dataset(name)), table=lake_table(PROD_NAMESPACE, name))
 
 
-def write_dataset_spec(folder: Path, name: str) -> Path:
-    """views_per_title named `name`, as a spec file the CLI and jobs find by name; returns the folder."""
-    raw = builtin_spec_data("views_per_title")
-    raw["name"] = name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yaml").write_text(yaml.safe_dump(raw))
-    return folder
+def renamed_dataset_data(name: str) -> dict:
+    """views_per_title named `name` (a project's component beside the demo's, which the CLI and jobs find
+    by name)."""
+    return {**demo_spec_data("views_per_title"), "name": name}
 
 
 def promotion_chain(spec: DatasetSpec, stream) -> list:
@@ -161,10 +156,10 @@ def settled_by_day(result: ExecuteInProcessResult) -> dict[str, AssetCheckEvalua
     return {c.partition: c for c in result.get_asset_check_evaluations() if c.check_name == "settled"}
 
 
-def write_join_spec(folder: Path, name: str, playback: str, impressions: str, transform: str) -> Path:
+def join_spec_data(name: str, playback: str, impressions: str, transform: str) -> dict:
     """The demo's join (`attributed_plays`, impressions from 30 minutes before each day) as dataset `name`
     over the streams `playback` and `impressions`, its active version the transform `TRANSFORMS:transform`."""
-    dataset = builtin_spec_data("attributed_plays")
+    dataset = demo_spec_data("attributed_plays")
     dataset.update(
         name=name,
         sources=[playback, {"stream": impressions, "lookback": "30m"}],
@@ -172,6 +167,4 @@ def write_join_spec(folder: Path, name: str, playback: str, impressions: str, tr
         active_version="v2",
         expected_rows={**dataset["expected_rows"], "source": playback},
     )
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(dataset, sort_keys=False))
-    return path
+    return dataset

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_platform.components.registry import Project
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.components.registry import Project, demo_spec_data
 from backfill_platform.specs.yaml_guard import SpecError
 from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
 from backfill_platform_tests.support.specs import mutated, write_component
 
-DATASET = builtin_spec_data("views_per_title")
+DATASET = demo_spec_data("views_per_title")
 # What a probe must never create: `reflect`/`java_method` probes name it, and each test checks it is absent.
 SENTINEL = Path("/tmp/issue30_probe_ran")
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from backfill_platform.components.registry import Project
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.components.registry import Project, demo_spec_data
 from backfill_platform_tests.support.projects import defs_folder, write_project
 from backfill_platform_tests.support.specs import mutated
 
@@ -52,7 +51,7 @@ VERSIONS = {
 def write_transforms_beside_specs(parent: Path) -> Project:
     """A project under `parent` holding the demo stream and views_per_title, one version per way of naming
     a transform (VERSIONS; the file's is active), with `write_transforms` beside the dataset's defs.yaml."""
-    views = builtin_spec_data("views_per_title")
+    views = demo_spec_data("views_per_title")
     views.update(versions={k: {"transform": v} for k, v in VERSIONS.items()}, active_version="file")
     project = write_project(parent, [mutated(), views])
     write_transforms(defs_folder(project.root) / "views_per_title")

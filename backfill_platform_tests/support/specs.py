@@ -6,15 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.components.registry import demo_spec_data
 
-VALID = builtin_spec_data("playback")
-
-
-def write_spec(folder: Path, name: str, spec: dict) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+VALID = demo_spec_data("playback")
 
 
 def write_component(defs: Path, name: str, spec: dict) -> Path:

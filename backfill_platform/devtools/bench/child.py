@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import resource
 import sys
+import tempfile
 import threading
 import time
 from datetime import datetime, timedelta
@@ -118,20 +119,22 @@ def run_platform(spec: dict, start: datetime, end: datetime) -> tuple[float, flo
     from dagster import AssetKey, DagsterInstance, materialize
 
     from backfill_platform import settings
-    from backfill_platform.components.registry import package_project, project_specs
+    from backfill_platform.components.registry import package_project, project_definitions
     from backfill_platform.devtools.demo.story import quiet, range_tags
-    from backfill_platform.orchestration.factory import build_definitions
 
     # The range as seen two days after its end, so that every day of it has settled (its lateness
     # horizon passed) whatever today's date: a year of days reaches beyond today. As tests do.
     seen_at = max(settings.now(), end + 2 * DAY)
     settings.now = lambda: seen_at
-    specs = project_specs(package_project())
+    project = package_project()
     if spec["variant"] == "backfill_hourly":
-        from backfill_platform.devtools.bench.hourly_dataset import hourly_dataset
+        from backfill_platform.devtools.bench.hourly_dataset import bench_project
 
-        specs.add(hourly_dataset(), None)
-    defs = build_definitions(specs)
+        # A project of the bench's own, in the run's folder: the package's components and the hourly dataset.
+        project = bench_project(
+            Path(tempfile.mkdtemp(prefix="project-", dir=Path(spec["event_log"]).parents[1]))
+        )
+    defs = project_definitions(project)
     spark = _spark_resource(Path(spec["event_log"]))
     assets = [defs.get_assets_def(AssetKey(list(key))) for key in PLATFORM_ASSETS[spec["variant"]]]
     if spec.get("warm_up_days"):

@@ -185,7 +185,6 @@ def plan(
 
 def _environment(run: Run, python: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILL_PLATFORM_CATALOG_")}
-    env.pop(settings.SPECS_ENV, None)  # the bench measures the package's own stream and dataset
     env.update(
         {
             settings.DATA_DIR_ENV: str(run.archive.data_dir),

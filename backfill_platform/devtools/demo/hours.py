@@ -20,7 +20,7 @@ from backfill_platform.operations.backfill import BackfillRequest, report_table,
 from backfill_platform.operations.in_process import run_backfill
 from backfill_platform.pipeline.names import production_table
 from backfill_platform.specs.durations import HOUR
-from backfill_platform.specs.loader import SpecSet
+from backfill_platform.specs.spec_set import SpecSet
 
 
 def hours_story(

@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backfill_platform import settings
-from backfill_platform.components.registry import package_project, project_specs
+from backfill_platform.components.registry import package_project, project_definitions, project_specs
 from backfill_platform.dagster_internals import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from backfill_platform.devtools.demo.attribution import attribution_story
 from backfill_platform.devtools.demo.erasure import erasure_story
@@ -41,7 +41,6 @@ from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.devtools.generator.impressions import generate_impressions_archive
 from backfill_platform.devtools.generator.playback import GeneratorConfig, generate_playback_archive
 from backfill_platform.operations.ledger_report import promotion_report
-from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.assets import OBSERVE_ALL_TAG, build_archive_asset
 from backfill_platform.pipeline.ledger.ledger import ledger
 from backfill_platform.pipeline.partitions import ingestion_partitions
@@ -113,7 +112,7 @@ def run_demo(start: date, days: int, events_per_day: int) -> None:
     )
 
     specs = project_specs(package_project())
-    defs = build_definitions(specs)
+    defs = project_definitions(package_project())
     stream, views = specs.streams["playback"], specs.datasets["views_per_title"]
     spark_resource = defs.resources["spark"]
     dagster = instance()

@@ -12,7 +12,7 @@ from backfill_platform.lakehouse.resources import SparkIcebergResource
 from backfill_platform.pipeline.names import production_key
 from backfill_platform.pipeline.promotion.revert import Revert, revert_promotion
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import SpecSet
+from backfill_platform.specs.spec_set import SpecSet
 
 
 class RevertConfig(Config):

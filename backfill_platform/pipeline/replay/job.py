@@ -17,7 +17,7 @@ from backfill_platform.pipeline.replay.runner import (
     run_replay,
 )
 from backfill_platform.specs.isolation import live_targets
-from backfill_platform.specs.loader import SpecSet
+from backfill_platform.specs.spec_set import SpecSet
 
 PROGRESS_LOG_SECONDS = 10.0
 DEFAULT_KAFKA_RECORDS_PER_SECOND = 20_000

@@ -16,6 +16,7 @@ from dagster._core.definitions.observe import observe
 from pyspark.sql import functions as F
 
 from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data, project_definitions
 from backfill_platform.devtools.generator.iceberg_landing import (
     append_commits,
     create_landing_table,
@@ -24,7 +25,6 @@ from backfill_platform.devtools.generator.iceberg_landing import (
 )
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.operations.plan import build_plan
-from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.iceberg_table import table_archive
 from backfill_platform.pipeline.archive.listing import list_files
 from backfill_platform.pipeline.events.assets import build_events_asset
@@ -32,23 +32,28 @@ from backfill_platform.pipeline.events.read_record import day_read_versions
 from backfill_platform.pipeline.hour_mapping import ReadPlan, ReadWindow
 from backfill_platform.pipeline.names import quarantine_table
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
-from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.cli import table_row
 from backfill_platform_tests.support.datasets import lake_table, run, settled_by_day
 from backfill_platform_tests.support.kafka_connect import assert_events_are_the_truth
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.session import START, range_tags
 
 D2 = START + timedelta(days=1)
 NOON = datetime(START.year, START.month, START.day, 12, 30, tzinfo=UTC)
 
 
-def table_spec(name: str, table: str, **archive) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+def table_spec_data(name: str, table: str, **archive) -> dict:
+    """The demo's playback stream, renamed, archived in an Iceberg table of Kafka Connect's rows."""
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"] = {"iceberg_table": table, "payload_column": "payload",
                       "kafka_metadata": {"topic": "playback"}, **archive}  # fmt: skip
-    return StreamSpec.model_validate(raw)
+    return raw
+
+
+def table_spec(name: str, table: str, **archive) -> StreamSpec:
+    return StreamSpec.model_validate(table_spec_data(name, table, **archive))
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +166,7 @@ def test_a_delete_in_the_landing_table_is_reported_and_unsettles_the_day(spark, 
 
 
 def test_the_daily_refresh_re_derives_exactly_the_days_a_late_append_touches(
-    spark, spark_resource, monkeypatch
+    spark, spark_resource, monkeypatch, tmp_path
 ):
     """The real observation of the table and the real events run, on one instance; the daily refresh's
     conditions evaluated as the sensor does: nothing after a compaction, exactly the touched day after a
@@ -170,8 +175,8 @@ def test_the_daily_refresh_re_derives_exactly_the_days_a_late_append_touches(
     table = create_landing_table(open_catalog(), landing_table)
     rows, _truth = sink_rows(START, 2, 120, seed=11)
     append_commits(table, rows)
-    spec = table_spec(name, landing_table)
-    definitions = build_definitions(SpecSet(streams={name: spec}, datasets={}))
+    project = write_project(tmp_path, [table_spec_data(name, landing_table)])
+    spec, definitions = load_project(project).streams[name], project_definitions(project)
     archive_key, events_key = AssetKey(["archive", f"{name}_archive"]), AssetKey(["raw", f"{name}_events"])
     now = midnight(D2.isoformat()) + DAY + spec.allowed_lateness + timedelta(hours=1, minutes=10)
     monkeypatch.setattr(settings, "now", lambda: now)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.events.ingest import ingest_window
@@ -26,7 +27,6 @@ from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.specs.durations import midnight
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.references import dataset_problems
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import dataset, run
@@ -40,7 +40,7 @@ NAME = "nested_playback"
 
 
 def nested_spec(location: str, name: str = NAME, **archive) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"].update(location=location, **archive)
     v1, v2 = raw["schema_versions"]

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.archive.stream_archive import archive_for
 from backfill_platform.pipeline.events.ingest import ingest_window
 from backfill_platform.pipeline.hour_mapping import ReadPlan
 from backfill_platform.pipeline.names import events_table, quarantine_table
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
 # Archives in pytest's temporary folders: the operator's setting allows them (BACKFILL_PLATFORM_ARCHIVE_ROOTS).
@@ -29,7 +29,7 @@ DAY3 = DAY2 + timedelta(days=1)
 
 def stream_in(tmp_path: Path) -> StreamSpec:
     """The demo spec under a fresh name, with its archive in a temporary folder."""
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
     return StreamSpec.model_validate(raw)
@@ -172,7 +172,7 @@ def test_conflicting_payloads_are_counted_and_the_losing_one_kept(tmp_path, spar
 
 
 def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path, spark):
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "my archive")
     raw["archive"]["layout"] = "dt=%Y-%m-%d/hour=%H"
@@ -189,7 +189,7 @@ def test_archive_paths_with_spaces_and_equals_signs_are_read_and_named(tmp_path,
 
 
 def test_cast_and_drop_steps_upcast_and_a_lossy_cast_is_an_invalid_field(tmp_path, spark):
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
     first = raw["schema_versions"][0]
@@ -220,7 +220,7 @@ def test_cast_and_drop_steps_upcast_and_a_lossy_cast_is_an_invalid_field(tmp_pat
 def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
     tmp_path, spark, time_format, good, bad
 ):
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
     raw["first_partition"] = "2026-09-01"
@@ -250,7 +250,7 @@ def test_epoch_seconds_and_micros_are_exact_and_anything_else_is_unparseable(
 @pytest.mark.both_spark_lines  # the cast's quirks are the Spark line's own
 def test_iso_times_are_read_with_or_without_a_zone_and_anything_else_is_unparseable(tmp_path, spark):
     """A final `Z` takes a shorter path than the other zones (`parse._iso_timestamp`): the same instants."""
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
     raw["first_partition"] = "2026-09-01"
@@ -331,7 +331,7 @@ def test_the_parse_refuses_a_session_in_another_zone(tmp_path, spark):
 def test_a_small_day_passes_on_the_per_day_floor_and_a_large_one_is_held_to_the_ratio(tmp_path, spark):
     from backfill_platform.pipeline.events.checks import quarantine_ratio_check
 
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = f"case_{next(_names)}"
     raw["archive"]["location"] = str(tmp_path / "archive")
     raw["max_quarantined_per_day"] = 2

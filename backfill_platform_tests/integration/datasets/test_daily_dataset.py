@@ -31,10 +31,12 @@ from backfill_platform.pipeline.validation.buckets import actual_figures, events
 from backfill_platform.pipeline.validation.divergence import compare
 from backfill_platform.pipeline.validation.promotion_verdicts import compare_buckets
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import SpecError, load_spec_file
+from backfill_platform.specs.yaml_guard import SpecError
 from backfill_platform_tests.daily_transforms import BROKEN_DAY
 from backfill_platform_tests.support.datasets import dataset as hourly_dataset
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.session import START, range_tags
+from backfill_platform_tests.support.specs import mutated
 from backfill_platform_tests.support.streams import stream_copy
 
 D1, D3 = START, START + timedelta(days=2)
@@ -125,28 +127,29 @@ def production_rows(spark, spec: DatasetSpec) -> dict[tuple[str, str], tuple[int
 # --- the spec ---------------------------------------------------------------------------------------
 
 
+def load_daily(folder: Path, raw: dict) -> DatasetSpec:
+    """The dataset `raw` as loaded from a project beside the demo's playback stream (a refusal is its
+    `SpecError`)."""
+    return load_project(write_project(folder, [mutated(), raw])).datasets[raw["name"]]
+
+
 def test_daily_spec_has_no_hour_column_and_refuses_one(tmp_path: Path):
-    path = tmp_path / "daily_plays.yaml"
-    path.write_text(DAILY_PLAYS_YAML)
-    spec = load_spec_file(path)
+    raw = yaml.safe_load(DAILY_PLAYS_YAML)
+    spec = load_daily(tmp_path, raw)
     assert spec.bucket == "day" and spec.bucket_column is None
     assert spec.bucket_columns == ["event_date"]
 
-    raw = yaml.safe_load(DAILY_PLAYS_YAML)
     with_hour = {**raw, "bucket_column": "event_date"}
-    path.write_text(yaml.safe_dump(with_hour))
     with pytest.raises(SpecError) as error:
-        load_spec_file(path)
+        load_daily(tmp_path, with_hour)
     message = str(error.value)
     assert "field 'bucket_column'" in message and "must be absent with bucket: day" in message
 
     hourly_without_column = {**raw, "bucket": "hour"}
-    path.write_text(yaml.safe_dump(hourly_without_column))
     with pytest.raises(SpecError, match=r"field 'bucket_column': .*required with bucket: hour"):
-        load_spec_file(path)
+        load_daily(tmp_path, hourly_without_column)
     with pytest.raises(SpecError, match=r"field 'bucket': .*'hour', 'day' or 'partition'"):
-        path.write_text(yaml.safe_dump({**raw, "bucket": "week"}))
-        load_spec_file(path)
+        load_daily(tmp_path, {**raw, "bucket": "week"})
 
 
 def test_hour_datasets_are_unchanged():

@@ -36,11 +36,12 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import HOUR
-from backfill_platform.specs.loader import SpecError, load_specs
+from backfill_platform.specs.yaml_guard import SpecError
 from backfill_platform_tests.hourly_transforms import T1, T2
 from backfill_platform_tests.support.datasets import INGESTIONS, hourly_dataset_data, promotion_chain
+from backfill_platform_tests.support.projects import defs_folder, load_project, write_project
 from backfill_platform_tests.support.session import D2
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.specs import mutated
 from backfill_platform_tests.support.streams import stream_copy
 
 STREAM, DATASET = "playback_hourly", "views_hourly"
@@ -248,21 +249,21 @@ def test_an_hourly_stream_holds_each_hour_of_the_archive_in_hour_partitions(
 
 
 def test_a_dataset_is_of_its_streams_grain_or_coarser(tmp_path: Path):
-    write_spec(tmp_path, "playback", mutated(partition_grain="hour"))
-    write_spec(tmp_path, DATASET, hourly_dataset_data("v1", "playback", DATASET))
     daily = "views_by_date"  # days over hours: rolled up
-    write_spec(
-        tmp_path, daily, hourly_dataset_data("v1", "playback", daily, column="event_date", kind="date")
-    )
-    loaded = load_specs([tmp_path])
+    specs = [
+        mutated(partition_grain="hour"),
+        hourly_dataset_data("v1", "playback", DATASET),
+        hourly_dataset_data("v1", "playback", daily, column="event_date", kind="date"),
+    ]
+    loaded = load_project(write_project(tmp_path, specs))
     assert loaded.streams["playback"].partition_grain == "hour"
     assert (loaded.datasets[DATASET].grain.unit, loaded.datasets[daily].grain.unit) == ("hour", "day")
 
-    (tmp_path / f"{daily}.yaml").unlink()
-    write_spec(tmp_path, "playback", mutated())  # a daily stream: its hours cannot be judged apart
+    # A daily stream: its hours cannot be judged apart.
+    project = write_project(tmp_path, [mutated(), hourly_dataset_data("v1", "playback", DATASET)])
     with pytest.raises(SpecError) as error:
-        load_specs([tmp_path])
+        load_project(project)
     message = str(error.value)
-    path = tmp_path / f"{DATASET}.yaml"
+    path = defs_folder(project.root) / DATASET / "defs.yaml"
     assert message.startswith(f"{path}: ") and "event_hour" in message, message
     assert "stream 'playback' is partitioned by day" in message, message

@@ -18,12 +18,10 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-import yaml
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, RunsFilter
 from pyspark.sql import functions as F
 
-from backfill_platform import settings
-from backfill_platform.components.registry import package_project, project_specs
+from backfill_platform.components.registry import demo_spec_data, project_specs
 from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.archive.stream_archive import archive_for
@@ -39,9 +37,9 @@ from backfill_platform.pipeline.run_settings import (
 )
 from backfill_platform.specs.durations import day_bounds
 from backfill_platform.specs.grain import DAILY
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
-from backfill_platform_tests.support.datasets import production, write_join_spec
+from backfill_platform_tests.support.datasets import join_spec_data, production
+from backfill_platform_tests.support.projects import write_project
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_before", "impressions_before", "attributed_before"
 BEFORE, DAYS, END = "2026-10-01", ["2026-10-02", "2026-10-03"], "2026-10-04"
@@ -56,17 +54,18 @@ pytestmark = pytest.mark.both_spark_lines
 def join_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     """Copies of both generated archives, declared as streams of their own, the join on them, and a
     Dagster instance of its own; yields that instance."""
-    specs = tmp_path_factory.mktemp("days_before_specs")
+    specs = []
     for builtin, name in (("playback", PLAYBACK), ("impressions", IMPRESSIONS)):
         shutil.copytree(data_dir / "archive" / builtin, data_dir / "archive" / name, dirs_exist_ok=True)
-        stream = builtin_spec_data(builtin)
+        stream = demo_spec_data(builtin)
         stream.update(name=name, archive={**stream["archive"], "location": f"archive/{name}"})
-        (specs / f"{name}.yaml").write_text(yaml.safe_dump(stream, sort_keys=False))
-    write_join_spec(specs, DATASET, PLAYBACK, IMPRESSIONS, "attributed_before")
+        specs.append(stream)
+    specs.append(join_spec_data(DATASET, PLAYBACK, IMPRESSIONS, "attributed_before"))
+    project = write_project(tmp_path_factory.mktemp("days_before_project"), specs)
     home = tmp_path_factory.mktemp("days_before_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.SPECS_ENV, str(specs))
+        patch.chdir(project.root)  # the CLI's project, as `dg`'s: the one of its working directory
         patch.setenv("DAGSTER_HOME", str(home))
         with DagsterInstance.get() as instance:
             yield instance
@@ -153,7 +152,7 @@ def test_a_source_day_whose_read_window_changed_is_ingested_again(first_backfill
     own is left alone): as it is while the copy lists the same files, ingested once a file is added to
     an hour of its read window."""
     first_run = first_backfill[1]
-    stream = project_specs(package_project()).streams[IMPRESSIONS]
+    stream = project_specs().streams[IMPRESSIONS]  # the working directory's project: join_env's
     copy = data_dir / "archive" / "impressions_before_changed"
     shutil.copytree(data_dir / "archive" / IMPRESSIONS, copy)  # modification times kept: same manifest
     stream = stream.model_copy(

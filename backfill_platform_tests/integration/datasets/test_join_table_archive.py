@@ -15,19 +15,18 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-import yaml
 from dagster import DagsterInstance, RunsFilter
 from pyspark.sql import functions as F
 
-from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.devtools.generator.iceberg_landing import create_landing_table, land_folder_archive
 from backfill_platform.devtools.generator.impressions import attribution_truth
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.orchestration.dagster_home import write_dagster_home
 from backfill_platform.pipeline.ledger.ledger import latest_ingestions
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.cli import invoke
-from backfill_platform_tests.support.datasets import production, write_join_spec
+from backfill_platform_tests.support.datasets import join_spec_data, production
+from backfill_platform_tests.support.projects import write_project
 
 PLAYBACK, IMPRESSIONS, DATASET = "playback_files", "impressions_table", "attributed_mixed"
 BEFORE, DAYS, END = "2026-10-01", ["2026-10-02", "2026-10-03"], "2026-10-04"
@@ -38,13 +37,11 @@ LANDING = "raw_landing.impressions"
 def mixed_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     """Playback as a folder archive, impressions as a landing table, the join on them, and a Dagster
     instance of their own."""
-    specs = tmp_path_factory.mktemp("mixed_specs")
     shutil.copytree(data_dir / "archive" / "playback", data_dir / "archive" / PLAYBACK, dirs_exist_ok=True)
-    playback = builtin_spec_data("playback")
+    playback = demo_spec_data("playback")
     playback.update(name=PLAYBACK, archive={**playback["archive"], "location": f"archive/{PLAYBACK}"})
-    (specs / f"{PLAYBACK}.yaml").write_text(yaml.safe_dump(playback, sort_keys=False))
 
-    impressions = builtin_spec_data("impressions")
+    impressions = demo_spec_data("impressions")
     table = create_landing_table(open_catalog(), LANDING)
     landed = land_folder_archive(
         table,
@@ -54,13 +51,12 @@ def mixed_env(truth, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     )
     assert landed > 0
     impressions.update(name=IMPRESSIONS, archive={"iceberg_table": LANDING, "payload_column": "payload"})
-    (specs / f"{IMPRESSIONS}.yaml").write_text(yaml.safe_dump(impressions, sort_keys=False))
-
-    write_join_spec(specs, DATASET, PLAYBACK, IMPRESSIONS, "attributed_from_table")
+    join = join_spec_data(DATASET, PLAYBACK, IMPRESSIONS, "attributed_from_table")
+    project = write_project(tmp_path_factory.mktemp("mixed_project"), [playback, impressions, join])
     home = tmp_path_factory.mktemp("mixed_home")
     write_dagster_home(home)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.SPECS_ENV, str(specs))
+        patch.chdir(project.root)  # the CLI's project, as `dg`'s: the one of its working directory
         patch.setenv("DAGSTER_HOME", str(home))
         with DagsterInstance.get() as instance:
             yield instance

@@ -12,25 +12,25 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from pyspark.sql import functions as F
 
-from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.lakehouse.snapshots import iceberg_table
 from backfill_platform.lakehouse.tables import read_at
 from backfill_platform.pipeline.events.assets import build_events_asset
 from backfill_platform.pipeline.names import events_table, production_table, quarantine_table, shadow_table
-from backfill_platform.specs.loader import builtin_spec_data, load_specs
 from backfill_platform_tests.support.cli import invoke
 from backfill_platform_tests.support.datasets import promotion_chain, run
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.session import START
 
 STREAM, HELD, AGGREGATED = "playback_erased", "viewer_plays_erased", "views_erased"
 LAST = START + timedelta(days=1)
 
 
-def _specs(folder: Path) -> None:
-    stream = builtin_spec_data("playback")
+def _specs() -> list[dict]:
+    """A copy of the demo's stream, a dataset that holds subjects per row and one that aggregates them away."""
+    stream = demo_spec_data("playback")
     stream.update(name=STREAM, archive={**stream["archive"], "location": f"archive/{STREAM}"})
     held = {
         "kind": "dataset",
@@ -54,10 +54,9 @@ def _specs(folder: Path) -> None:
         },
         "reconciliation": [{"column": "plays", "filter": "event_type = 'start'", "expression": "count(1)"}],
     }
-    aggregated = builtin_spec_data("views_per_title")
+    aggregated = demo_spec_data("views_per_title")
     aggregated.update(name=AGGREGATED, source_stream=STREAM)
-    for name, data in ((STREAM, stream), (HELD, held), (AGGREGATED, aggregated)):
-        (folder / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return [stream, held, aggregated]
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +66,10 @@ def erased(truth, data_dir: Path, spark, spark_resource, tmp_path_factory):
     import shutil
 
     shutil.copytree(data_dir / "archive" / "playback", data_dir / "archive" / STREAM, dirs_exist_ok=True)
-    folder = tmp_path_factory.mktemp("erasure_specs")
-    _specs(folder)
+    project = write_project(tmp_path_factory.mktemp("erasure_project"), _specs())
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(settings.SPECS_ENV, str(folder))
-        specs = load_specs()
+        patch.chdir(project.root)  # the CLI reads the project of its working directory, as `dg` does
+        specs = load_project(project)
         stream = specs.streams[STREAM]
         assets = [build_events_asset(stream)]
         for name in (HELD, AGGREGATED):

@@ -19,6 +19,7 @@ from dagster import materialize
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.defs.views_per_title.transform import views_v2
 from backfill_platform.devtools.generator.corpus import v2
 from backfill_platform.lakehouse.schema import SchemaConflict
@@ -32,7 +33,6 @@ from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import ensure_dataset_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import DAY, day_bounds, midnight
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.session import range_tags
 
@@ -54,7 +54,7 @@ def views_with_app_versions(events: DataFrame) -> DataFrame:
 
 
 def stream_spec(evolved: bool, app_version_type: str = "string") -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw.update(name=STREAM, allow_empty_hours=True)  # a tiny archive: most hours hold no file
     raw["archive"]["location"] = f"archive/{STREAM}"
     if evolved:  # how specs evolve: a new schema version, the older ones upcast to it
@@ -77,7 +77,7 @@ def stream_spec(evolved: bool, app_version_type: str = "string") -> StreamSpec:
 
 
 def dataset_spec(evolved: bool, views_type: str = "long") -> DatasetSpec:
-    raw = builtin_spec_data("views_per_title")
+    raw = demo_spec_data("views_per_title")
     raw.update(name=DATASET, source_stream=STREAM, active_version="v2")
     raw["columns"]["views"] = views_type
     transform = "backfill_platform.defs.views_per_title.transform:views_v2"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.events.assets import build_events_asset
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import run
 from backfill_platform_tests.support.session import START
@@ -25,7 +25,7 @@ D2 = D1 + timedelta(days=1)
 
 
 def sequenced_stream(name: str, root: Path) -> StreamSpec:
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = name
     raw["archive"]["location"] = str(root)
     raw["sequence"] = {"key": "producer_id", "field": "seq"}

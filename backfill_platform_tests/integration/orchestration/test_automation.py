@@ -1,35 +1,40 @@
 """Declarative daily refresh: the exact archive → events mapping and the automation conditions.
 
-The conditions are evaluated with `dagster.evaluate_automation_conditions` on the definitions the factory
-builds (no Spark): runs are simulated by reporting materializations, archive observations (data versions)
-and check evaluations to an ephemeral instance, tick by tick.
+The conditions are evaluated with `dagster.evaluate_automation_conditions` on a project's definitions (no
+Spark): runs are simulated by reporting materializations, archive observations (data versions) and check
+evaluations to an ephemeral instance, tick by tick.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from dagster import (
     AssetKey,
     DagsterInstance,
     DailyPartitionsDefinition,
+    Definitions,
     HourlyPartitionsDefinition,
     build_sensor_context,
 )
 from dagster._core.definitions.sensor_definition import SensorType
+from dagster.components.core.component_tree import ComponentTreeException
 from pydantic import ValidationError
 
+from backfill_platform.components.registry import demo_spec_data, package_project, project_definitions
 from backfill_platform.orchestration.automation.sensor import INTERVAL_ENV, SENSOR_NAME
-from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.archive.listing import hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadWindow
 from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
-from backfill_platform.specs.durations import DAY, HOUR, midnight
-from backfill_platform.specs.loader import SpecSet
+from backfill_platform.specs.durations import DAY, HOUR, format_duration, midnight
+from backfill_platform.specs.spec_set import SpecSet
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.automation import Ticks, day_keys
 from backfill_platform_tests.support.datasets import production
+from backfill_platform_tests.support.projects import write_project
 
 ARCHIVE = AssetKey(["archive", "playback_archive"])
 EVENTS = AssetKey(["raw", "playback_events"])
@@ -54,11 +59,17 @@ def stream_with(specs: SpecSet, changes: dict) -> StreamSpec:
     return specs.streams["playback"].model_copy(update=changes)
 
 
-def definitions_with(specs: SpecSet, changes: dict):
-    stream = stream_with(specs, changes)
-    return build_definitions(
-        SpecSet(streams={**specs.streams, "playback": stream}, datasets=dict(specs.datasets))
-    ), stream
+@pytest.fixture
+def definitions_with(specs: SpecSet, tmp_path: Path):
+    """The definitions of a project holding the demo's streams and datasets with `playback` changed, and
+    that stream: a team's project, loaded as its code location loads it."""
+
+    def build(changes: dict) -> tuple[Definitions, StreamSpec]:
+        changed = {field: format_duration(value) for field, value in changes.items()}
+        project = write_project(tmp_path, [{**demo_spec_data("playback"), **changed}], demo=True)
+        return project_definitions(project), stream_with(specs, changes)
+
+    return build
 
 
 def hour_key(hour: datetime) -> str:
@@ -160,7 +171,7 @@ def test_mapping_refuses_other_partitions(specs):
 
 
 def test_definitions_wire_the_daily_refresh(specs):
-    definitions = build_definitions(specs)
+    definitions = project_definitions(package_project())
     graph = definitions.resolve_asset_graph()
     assert isinstance(graph.get_partition_mapping(EVENTS, ARCHIVE), ArchiveReadWindowMapping)
     for key in (ARCHIVE, EVENTS, SHADOW, PRODUCTION):
@@ -173,18 +184,23 @@ def test_definitions_wire_the_daily_refresh(specs):
 
 def test_the_refresh_interval_is_dagsters_default_unless_the_environment_says(specs, monkeypatch):
     monkeypatch.delenv(INTERVAL_ENV, raising=False)
-    assert build_definitions(specs).get_sensor_def(SENSOR_NAME).minimum_interval_seconds == 30
+    assert project_definitions(package_project()).get_sensor_def(SENSOR_NAME).minimum_interval_seconds == 30
     monkeypatch.setenv(INTERVAL_ENV, "5")
-    assert build_definitions(specs).get_sensor_def(SENSOR_NAME).minimum_interval_seconds == 5
+    assert project_definitions(package_project()).get_sensor_def(SENSOR_NAME).minimum_interval_seconds == 5
     for bad in ("0", "2.5", "soon"):
         monkeypatch.setenv(INTERVAL_ENV, bad)
-        with pytest.raises(ValueError, match=f"{INTERVAL_ENV} must be a whole number of seconds.*{bad!r}"):
-            build_definitions(specs)
+        # Refused as the code location refuses it: Dagster's tree error, the Lakehouse's refusal its cause.
+        with pytest.raises(ComponentTreeException) as refused:
+            project_definitions(package_project())
+        assert isinstance(refused.value.__cause__, ValueError)
+        assert re.search(
+            f"{INTERVAL_ENV} must be a whole number of seconds.*{bad!r}", str(refused.value.__cause__)
+        )
 
 
 def test_the_sensor_evaluates_the_conditions_in_the_code_location(specs):
     """The sensor's own evaluation (what the daemon asks the code server for), at the real clock."""
-    definitions = build_definitions(specs)
+    definitions = project_definitions(package_project())
     sensor = definitions.get_sensor_def(SENSOR_NAME)
     context = build_sensor_context(
         instance=DagsterInstance.ephemeral(), repository_def=definitions.get_repository_def()
@@ -216,8 +232,8 @@ def test_spec_refresh_fields_are_validated(specs):
 
 
 @pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
-def test_a_new_settled_day_requests_events_then_shadow_then_production(specs, changes):
-    definitions, stream = definitions_with(specs, changes)
+def test_a_new_settled_day_requests_events_then_shadow_then_production(specs, definitions_with, changes):
+    definitions, stream = definitions_with(changes)
     ticks = Ticks(definitions, WATCHED)
     history = day_keys("2026-10-01", "2026-10-08")
     for key in (EVENTS, SHADOW, PRODUCTION):
@@ -239,11 +255,11 @@ def test_a_new_settled_day_requests_events_then_shadow_then_production(specs, ch
     assert ticks.at(settled + timedelta(minutes=5)) == {}
 
 
-def test_a_day_whose_checks_passed_is_refreshed_as_one_run(specs):
+def test_a_day_whose_checks_passed_is_refreshed_as_one_run(specs, definitions_with):
     """`all_deps_blocking_checks_passed` admits a parent requested on the same tick when its verdict for
     that day passed before: a late file re-runs events, shadow and production of a day in one run (whose
     blocking checks stop it inside the run). A new day has no verdict yet: its chain runs step by step."""
-    definitions, stream = definitions_with(specs, {})
+    definitions, stream = definitions_with({})
     ticks = Ticks(definitions, WATCHED)
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, day_keys("2026-10-01", "2026-10-09"))  # with passing verdicts
@@ -255,8 +271,8 @@ def test_a_day_whose_checks_passed_is_refreshed_as_one_run(specs):
 
 
 @pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
-def test_an_unsettled_day_requests_nothing_until_its_horizon_passes(specs, changes):
-    definitions, stream = definitions_with(specs, changes)
+def test_an_unsettled_day_requests_nothing_until_its_horizon_passes(specs, definitions_with, changes):
+    definitions, stream = definitions_with(changes)
     ticks = Ticks(definitions, WATCHED)
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, day_keys("2026-10-01", "2026-10-08"))
@@ -289,8 +305,8 @@ LATE_HOURS = {
 
 @pytest.mark.parametrize("late_hour", LATE_HOURS.values(), ids=LATE_HOURS.keys())
 @pytest.mark.parametrize("changes", SETTINGS.values(), ids=SETTINGS.keys())
-def test_a_late_file_requests_exactly_the_affected_event_days(specs, changes, late_hour):
-    definitions, stream = definitions_with(specs, changes)
+def test_a_late_file_requests_exactly_the_affected_event_days(specs, definitions_with, changes, late_hour):
+    definitions, stream = definitions_with(changes)
     ticks = Ticks(definitions, WATCHED)
     history = day_keys("2026-10-01", "2026-10-09")
     for key in (EVENTS, SHADOW, PRODUCTION):
@@ -331,8 +347,10 @@ FAILURES = {
 
 
 @pytest.mark.parametrize(("checks_pass", "failed_days_kept"), FAILURES.values(), ids=FAILURES.keys())
-def test_a_failed_blocking_check_on_the_events_stops_the_chain(specs, checks_pass, failed_days_kept):
-    definitions, stream = definitions_with(specs, {})
+def test_a_failed_blocking_check_on_the_events_stops_the_chain(
+    specs, definitions_with, checks_pass, failed_days_kept
+):
+    definitions, stream = definitions_with({})
     ticks = Ticks(definitions, WATCHED)
     for key in (EVENTS, SHADOW, PRODUCTION):
         ticks.materialize(key, day_keys("2026-10-01", "2026-10-08"))

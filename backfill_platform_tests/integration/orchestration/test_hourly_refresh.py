@@ -1,7 +1,7 @@
 """The declarative refresh at hourly grain: an hour settles at its end + lateness, and a late file
 re-derives, re-validates and re-promotes exactly the hours whose read windows hold its ingestion hour.
 
-As `test_automation.py`, the conditions are evaluated tick by tick on the definitions the factory builds
+As `test_automation.py`, the conditions are evaluated tick by tick on a project's definitions
 (no Spark), for a stream declared `partition_grain: hour` and an hourly dataset over it.
 """
 
@@ -12,16 +12,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from dagster import AssetKey
 
-from backfill_platform.orchestration.factory import build_definitions
+from backfill_platform.components.registry import demo_spec_data, project_definitions
 from backfill_platform.pipeline.archive.listing import hours
 from backfill_platform.pipeline.hour_mapping import ArchiveReadWindowMapping, ReadWindow
 from backfill_platform.pipeline.partitions import event_partitions, ingestion_partitions
-from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.durations import HOUR
 from backfill_platform.specs.grain import HOURLY
-from backfill_platform.specs.loader import SpecSet
 from backfill_platform_tests.support.automation import Ticks
 from backfill_platform_tests.support.datasets import hourly_dataset_data, local_daily_data, production
+from backfill_platform_tests.support.projects import load_project, write_project
 
 STREAM, DATASET = "playback_hourly_refresh", "views_hourly_refresh"
 ARCHIVE = AssetKey(["archive", f"{STREAM}_archive"])
@@ -32,11 +31,17 @@ WATCHED = (ARCHIVE, EVENTS, SHADOW, PRODUCTION)
 FAR_FUTURE = datetime(2027, 1, 1, tzinfo=UTC)
 
 
+def hourly_stream() -> dict:
+    """The demo's playback stream, renamed and partitioned by UTC hour."""
+    return {**demo_spec_data("playback"), "name": STREAM, "partition_grain": "hour"}
+
+
 @pytest.fixture(scope="module")
-def hourly(specs):
-    stream = specs.streams["playback"].model_copy(update={"name": STREAM, "partition_grain": "hour"})
-    dataset = DatasetSpec.model_validate(hourly_dataset_data("v1", STREAM, DATASET))
-    return build_definitions(SpecSet(streams={STREAM: stream}, datasets={DATASET: dataset})), stream
+def hourly(tmp_path_factory):
+    """A project's definitions (the hourly stream and an hourly dataset over it) and the stream."""
+    specs = [hourly_stream(), hourly_dataset_data("v1", STREAM, DATASET)]
+    project = write_project(tmp_path_factory.mktemp("hourly"), specs)
+    return project_definitions(project), load_project(project).streams[STREAM]
 
 
 def hour_keys(first: datetime, last: datetime) -> list[str]:
@@ -100,13 +105,13 @@ def test_a_settled_hour_is_refreshed_and_a_late_file_re_promotes_exactly_the_hou
     assert ticks.at(now + timedelta(minutes=1)) == {EVENTS: affected, SHADOW: affected, PRODUCTION: affected}
 
 
-def test_a_late_hour_re_promotes_the_new_york_days_that_read_it(specs):
+def test_a_late_hour_re_promotes_the_new_york_days_that_read_it(tmp_path):
     """Days rolled up from hours: the exact event-time window mapping (in the code location, as the
     refresh's sensor evaluates) requests the New York days whose hours a late file changed, and no other."""
-    stream = specs.streams["playback"].model_copy(update={"name": STREAM, "partition_grain": "hour"})
-    daily = DatasetSpec.model_validate(local_daily_data("plays_refresh_new_york", STREAM, "America/New_York"))
-    definitions = build_definitions(SpecSet(streams={STREAM: stream}, datasets={daily.name: daily}))
-    shadow, prod = AssetKey(["shadow", f"{daily.name}__v1"]), production(daily.name).key
+    daily = "plays_refresh_new_york"
+    project = write_project(tmp_path, [hourly_stream(), local_daily_data(daily, STREAM, "America/New_York")])
+    definitions, stream = project_definitions(project), load_project(project).streams[STREAM]
+    shadow, prod = AssetKey(["shadow", f"{daily}__v1"]), production(daily).key
     ticks = Ticks(definitions, (ARCHIVE, EVENTS, shadow, prod))
     first, last = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 4, 3, tzinfo=UTC)
     hours_done = hour_keys(first, last)

@@ -23,20 +23,20 @@ import pytest
 from pyspark.sql import functions as F
 
 from backfill_platform import faults, settings
+from backfill_platform.components.registry import Project, demo_spec_data, project_definitions
 from backfill_platform.devtools.generator.playback import GeneratorConfig
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.operations.status import dataset_status
-from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.hour_mapping import ReadWindow
 from backfill_platform.pipeline.ledger.commits import commit_days, production_commits
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.pipeline.names import production_table
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import HOURLY, Grain
-from backfill_platform.specs.loader import SpecSet, builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.datasets import hourly_dataset_data, local_daily_data
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.soak import (
     HOUR,
     LAYOUT,
@@ -70,21 +70,32 @@ MAX_RUNS = 3 * int((END - at(D0)) / TICK) + 2 * DAYS + 3 * 5
 
 
 @pytest.fixture(scope="module")
-def specs() -> tuple[StreamSpec, DatasetSpec, DatasetSpec]:
-    stream = builtin_spec_data("playback_hourly")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """A team's project: the demo's hourly stream renamed into its own archive, an hourly dataset over it and
+    New York days rolled up from its hours."""
+    stream = demo_spec_data("playback_hourly")
     stream.update(name=STREAM, first_partition=D0.isoformat(), archive_observation_cron="0 */6 * * *")
     stream["archive"]["location"] = f"archive/{STREAM}"
-    hourly = DatasetSpec.model_validate(hourly_dataset_data("v1", STREAM, HOURLY_DATASET))
-    daily = DatasetSpec.model_validate(local_daily_data(DAILY_DATASET, STREAM, ZONE))
-    return StreamSpec.model_validate(stream), hourly, daily
+    specs = [
+        stream,
+        hourly_dataset_data("v1", STREAM, HOURLY_DATASET),
+        local_daily_data(DAILY_DATASET, STREAM, ZONE),
+    ]
+    return write_project(tmp_path_factory.mktemp("soak_hourly_project"), specs)
 
 
 @pytest.fixture(scope="module")
-def soak(specs, data_dir: Path, spark_resource, catalog, tmp_path_factory: pytest.TempPathFactory):
-    stream, hourly, daily = specs
-    definitions = build_definitions(
-        SpecSet(streams={STREAM: stream}, datasets={hourly.name: hourly, daily.name: daily})
-    )
+def specs(project: Project) -> tuple[StreamSpec, DatasetSpec, DatasetSpec]:
+    loaded = load_project(project)
+    return loaded.streams[STREAM], loaded.datasets[HOURLY_DATASET], loaded.datasets[DAILY_DATASET]
+
+
+@pytest.fixture(scope="module")
+def soak(
+    specs, project: Project, data_dir: Path, spark_resource, catalog, tmp_path_factory: pytest.TempPathFactory
+):
+    stream, _, _ = specs
+    definitions = project_definitions(project)
     generated = GeneratorConfig(start=D0, days=DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
     with soak_world(
         stream,

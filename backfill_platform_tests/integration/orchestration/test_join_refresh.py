@@ -1,7 +1,7 @@
 """The daily refresh of a dataset joining two streams: aligned completeness and a lookback across midnight.
 
 `attributed_plays` reads `playback` (its own day) and `impressions` (from 30 minutes before its day).
-The conditions are evaluated with `dagster.evaluate_automation_conditions` on the built-in definitions
+The conditions are evaluated with `dagster.evaluate_automation_conditions` on the demo project's definitions
 (no Spark): runs are simulated by reporting materializations and check verdicts, tick by tick.
 """
 
@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from dagster import AssetCheckEvaluation, AssetKey, AssetRecordsFilter
 
+from backfill_platform.components.registry import package_project, project_definitions
 from backfill_platform.dagster_internals import AssetCheckEvaluationTargetMaterializationData
-from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.specs.durations import DAY, HOUR, midnight
 from backfill_platform_tests.support.automation import Ticks, day_keys
 from backfill_platform_tests.support.datasets import production
@@ -31,7 +31,7 @@ def settled_refresh(specs, unjudged: dict[AssetKey, str]) -> tuple[Ticks, object
     """Every day of HISTORY materialized with passing verdicts (the events days of `unjudged` without: a
     runless verdict cannot be repeated, and the test re-derives those days), evaluated once after they
     all settled."""
-    ticks = Ticks(build_definitions(specs), WATCHED)
+    ticks = Ticks(project_definitions(package_project()), WATCHED)
     for key in (PLAYBACK, IMPRESSIONS, SHADOW, PRODUCTION):
         ticks.materialize(key, [d for d in HISTORY if unjudged.get(key) != d])
         if key in unjudged:
@@ -43,7 +43,7 @@ def settled_refresh(specs, unjudged: dict[AssetKey, str]) -> tuple[Ticks, object
 
 
 def test_the_join_reads_the_day_before_only_from_the_source_with_a_lookback(specs):
-    graph = build_definitions(specs).resolve_asset_graph()
+    graph = project_definitions(package_project()).resolve_asset_graph()
     assert graph.get(SHADOW).parent_keys == {PLAYBACK, IMPRESSIONS}
 
     def parent_days(parent: AssetKey, day: str) -> set[str]:
@@ -103,7 +103,7 @@ def test_a_join_day_waits_for_every_source_day_it_reads(specs, impressions_pass)
     """Aligned completeness: a day whose impressions (or the day before's, read by its lookback) failed
     their blocking checks is not requested, however settled its playback is."""
     day, next_day = "2026-10-07", "2026-10-08"
-    ticks = Ticks(build_definitions(specs), WATCHED)
+    ticks = Ticks(project_definitions(package_project()), WATCHED)
     ticks.materialize(PLAYBACK, HISTORY)
     ticks.materialize(IMPRESSIONS, [d for d in HISTORY if d != day])
     # e.g. `settled` failed: a hole in the impressions archive (per_day policy: the day is kept, red)

@@ -31,16 +31,15 @@ from pyspark.sql import functions as F
 
 import backfill_platform.pipeline.events.assets as events_assets
 from backfill_platform import faults, settings
+from backfill_platform.components.registry import demo_spec_data, project_definitions
 from backfill_platform.devtools.generator.playback import GeneratorConfig
 from backfill_platform.lakehouse.resources import open_catalog
 from backfill_platform.lakehouse.tables import PROD_NAMESPACE, table_id
 from backfill_platform.operations.status import dataset_status
-from backfill_platform.orchestration.factory import build_definitions
 from backfill_platform.pipeline.ledger.reconcile import reconcile_ledger
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import DAILY
-from backfill_platform.specs.loader import SpecSet, builtin_spec_data
-from backfill_platform.specs.stream import StreamSpec
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.soak import (
     HOUR,
     LAYOUT,
@@ -103,7 +102,7 @@ def explain(s: Soak) -> None:
 
 @pytest.fixture(scope="module")
 def soak(data_dir: Path, spark_resource, catalog, tmp_path_factory: pytest.TempPathFactory):
-    stream = builtin_spec_data("playback")
+    stream = demo_spec_data("playback")
     stream.update(
         name=STREAM,
         first_partition=D0.isoformat(),
@@ -111,11 +110,11 @@ def soak(data_dir: Path, spark_resource, catalog, tmp_path_factory: pytest.TempP
         refresh_horizon="10d",
     )
     stream["archive"]["location"] = f"archive/{STREAM}"
-    dataset = builtin_spec_data("views_per_title")
+    dataset = demo_spec_data("views_per_title")
     dataset.update(name=DATASET, source_stream=STREAM)
-    spec = StreamSpec.model_validate(stream)
-    specs = SpecSet(streams={STREAM: spec}, datasets={DATASET: DatasetSpec.model_validate(dataset)})
-    definitions = build_definitions(specs)
+    # A team's project holding the renamed stream and dataset, loaded as its code location loads it.
+    project = write_project(tmp_path_factory.mktemp("soak_project"), [stream, dataset])
+    spec, definitions = load_project(project).streams[STREAM], project_definitions(project)
 
     generated = GeneratorConfig(start=D0, days=DAYS + 1, events_per_day=EVENTS_PER_DAY, seed=SEED)
     with soak_world(
@@ -234,6 +233,6 @@ def test_nothing_is_left_running_and_the_runs_are_bounded(converged):
 
 
 def build_dataset_spec() -> DatasetSpec:
-    dataset = builtin_spec_data("views_per_title")
+    dataset = demo_spec_data("views_per_title")
     dataset.update(name=DATASET, source_stream=STREAM)
     return DatasetSpec.model_validate(dataset)

@@ -8,7 +8,6 @@ import pytest
 from dagster import materialize
 from pyspark.sql import functions as F
 
-from backfill_platform import settings
 from backfill_platform.devtools.demo.legacy_table import write_legacy_table
 from backfill_platform.lakehouse.snapshots import current_snapshot_id
 from backfill_platform.lakehouse.tables import replace_range, snapshot_summary, table_exists
@@ -28,10 +27,11 @@ from backfill_platform_tests.support.datasets import (
     failed_checks,
     prod_state,
     promotion_chain,
+    renamed_dataset_data,
     run,
-    write_dataset_spec,
 )
 from backfill_platform_tests.support.lakehouse import lakehouse_session
+from backfill_platform_tests.support.projects import load_project, write_project
 from backfill_platform_tests.support.session import D1, D2, D3, START, range_tags
 from backfill_platform_tests.support.streams import stream_copy
 from backfill_platform_tests.transforms import EXCLUDED_DAY
@@ -418,19 +418,18 @@ def test_a_key_value_with_a_pipe_reads_back_whole_from_the_divergence_sample(
 def test_revert_job_restores_the_last_promotion(
     ready, spark, spark_resource, playback, tmp_path, monkeypatch
 ):
-    from backfill_platform.components.registry import project_specs
     from backfill_platform.pipeline.promotion.jobs import revert_promotion_job
 
-    # The job looks the dataset up by name among the loaded specs: a spec file of the test's own.
+    # The job looks the dataset up by name among the project's specs: a component of the test's own.
     name = "views_revert_job"
-    monkeypatch.setenv(settings.SPECS_ENV, str(write_dataset_spec(tmp_path / "specs", name)))
-    spec = dataset(name)
+    specs = load_project(write_project(tmp_path, [renamed_dataset_data(name)], demo=True))
+    spec = specs.datasets[name]
     assert run(spark_resource, promotion_chain(spec, playback), D2, D2).success
     table = production_table(spark, spec)
     promoted = current_snapshot_id(spark, table)
     result = revert_promotion_job.execute_in_process(
         run_config={"ops": {"revert_promotion_op": {"config": {"dataset": spec.name, "reason": "job test"}}}},
-        resources={"spark": spark_resource, "specs": project_specs()},
+        resources={"spark": spark_resource, "specs": specs},
     )
     assert result.success
     summary = snapshot_summary(spark, table, current_snapshot_id(spark, table))

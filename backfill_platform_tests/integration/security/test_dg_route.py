@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from backfill_platform.components.project import init_project
-from backfill_platform.specs.loader import SpecError
+from backfill_platform.specs.yaml_guard import SpecError
 from backfill_platform_tests.support.hostile import nothing_outside  # noqa: F401 - an autouse fixture
 from backfill_platform_tests.unit.specs.test_yaml_guard import BOMB
 

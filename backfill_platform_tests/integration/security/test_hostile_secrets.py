@@ -81,10 +81,10 @@ def test_a_catalog_that_echoes_the_token_never_gets_it_stored(tmp_path, playback
 
 
 def landing_stream():
-    from backfill_platform.specs.loader import builtin_spec_data
+    from backfill_platform.components.registry import demo_spec_data
     from backfill_platform.specs.stream import StreamSpec
 
-    raw = builtin_spec_data("playback")
+    raw = demo_spec_data("playback")
     raw["name"] = "landing_secret_probe"
     raw["archive"] = {"iceberg_table": "raw_landing.kc", "payload_column": "payload", "catalog": "landing"}
     return StreamSpec.model_validate(raw)

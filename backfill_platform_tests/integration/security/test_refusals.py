@@ -14,7 +14,8 @@ import pytest
 
 from backfill_platform import settings
 from backfill_platform_tests.support.hostile import nothing_outside  # noqa: F401 - an autouse fixture
-from backfill_platform_tests.support.specs import mutated, write_spec
+from backfill_platform_tests.support.projects import write_project
+from backfill_platform_tests.support.specs import mutated
 
 TOKEN = "issue59-fake-bearer-token"
 
@@ -68,8 +69,8 @@ def cli(*args: str):
 def test_a_catalog_answering_500_on_table_calls_is_one_line_without_its_body(
     tmp_path, monkeypatch, failing_catalog
 ):
-    write_spec(tmp_path, "relay", mutated(name="relay", archive={"iceberg_table": "landing.relay"}))
-    monkeypatch.setenv(settings.SPECS_ENV, str(tmp_path))
+    relay = mutated(name="relay", archive={"iceberg_table": "landing.relay"})
+    monkeypatch.chdir(write_project(tmp_path, [relay], demo=True).root)  # the CLI reads the project here
     monkeypatch.setenv(settings.CATALOG_URI_ENV, failing_catalog)
     monkeypatch.setenv(settings.CATALOG_TOKEN_ENV, TOKEN)
     for args in (
@@ -94,13 +95,11 @@ def test_plan_reads_an_s3_archive(tmp_path, monkeypatch, moto):
     lines = [f'{{"event_id":"e{i}","event_time":"2026-10-01T03:0{i}:00Z"}}' for i in range(3)]
     (hour / "part.jsonl").write_text("\n".join(lines) + "\n")
     assert moto.upload(root, "plan-archive", "relay") == 1
-    specs = tmp_path / "specs"
-    specs.mkdir()
     archive = {"location": "s3://plan-archive/relay", "compression": "none"}
-    write_spec(specs, "relay", mutated(name="relay", archive=archive))
+    project = write_project(tmp_path, [mutated(name="relay", archive=archive)])
     for name, value in moto.env().items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv(settings.SPECS_ENV, str(specs))
+    monkeypatch.chdir(project.root)  # the CLI reads the project of its working directory
     monkeypatch.setenv(settings.ARCHIVE_S3_BUCKETS_ENV, "plan-archive")
     result = cli("plan", "--stream", "relay", "--start", "2026-10-01", "--end", "2026-10-02")
     assert result.exit_code == 0, (result.output, result.exception)

@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from backfill_platform import settings
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.erasure import requests
 from backfill_platform.pipeline.erasure.subjects import erasure_coverage
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
 
@@ -51,7 +51,7 @@ def test_request_ids_are_the_ticket_numbered_when_several_else_new():
 
 
 def test_a_subject_field_must_be_a_field_of_the_latest_schema():
-    data = builtin_spec_data("playback")
+    data = demo_spec_data("playback")
     assert StreamSpec.model_validate(data).subject_column == "user_id"
     data["subject_field"] = "device"  # only version 1 has it: renamed to device_type
     with pytest.raises(ValidationError, match="subject_field 'device' is not a field of the latest schema"):
@@ -62,7 +62,7 @@ def test_a_subject_field_must_be_a_field_of_the_latest_schema():
 
 
 def test_plan_and_status_name_a_stream_without_a_subject_as_not_covered():
-    data = builtin_spec_data("playback")
+    data = demo_spec_data("playback")
     assert "matched on `user_id`" in erasure_coverage(StreamSpec.model_validate(data))
     del data["subject_field"]
     line = erasure_coverage(StreamSpec.model_validate(data))

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from dagster import MetadataValue
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.events.checks import (
     QUARANTINE_RATIO,
     RECONCILIATION,
@@ -23,10 +24,9 @@ from backfill_platform.pipeline.events.checks import (
 )
 from backfill_platform.pipeline.events.completeness import DayCompleteness
 from backfill_platform.pipeline.events.ingest import IngestResult, PartitionFigures
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
-SPEC = StreamSpec.model_validate(builtin_spec_data("playback"))  # ratio 0.01, no count, no empty days
+SPEC = StreamSpec.model_validate(demo_spec_data("playback"))  # ratio 0.01, no count, no empty days
 DAY, OTHER = "2026-10-01", "2026-10-02"
 HORIZON = datetime(2026, 10, 3, 6, tzinfo=UTC)
 

@@ -10,10 +10,10 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.ledger.ledger import IngestionRow, LedgerRow
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import DAILY, HOURLY
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 from backfill_platform_tests.support.specs import mutated
 
@@ -23,7 +23,7 @@ RECORDED = datetime(2026, 10, 3, tzinfo=UTC)
 
 def hourly_dataset() -> DatasetSpec:
     """The built-in views dataset, partitioned by the hour its `event_hour` timestamp starts."""
-    raw = builtin_spec_data("views_per_title")
+    raw = demo_spec_data("views_per_title")
     columns = {"event_hour": "timestamp", "title_id": "string", "views": "long", "watch_seconds": "long",
                "unique_viewers": "long"}  # fmt: skip
     raw |= {"partition_column": "event_hour", "bucket": "partition", "bucket_column": None,
@@ -76,7 +76,7 @@ def test_a_daily_row_from_before_hours_is_keyed_by_its_day(monkeypatch):
     old = validation("unused", "r0", promoted=40) | {"partition_key": None}
     monkeypatch.setattr(status, "ledger_rows", lambda _catalog, _name: [old])
     monkeypatch.setattr(status, "ingestion_rows", lambda _catalog, _name: [])
-    daily = DatasetSpec.model_validate(builtin_spec_data("views_per_title"))
+    daily = DatasetSpec.model_validate(demo_spec_data("views_per_title"))
     found = status.dataset_status(None, daily)
     assert [(s.key, s.state) for s in found] == [("2026-10-01", "promoted")]
     assert status.status_table(found).title == "status per dataset and day (from the ledger)"
@@ -94,7 +94,7 @@ def test_a_daily_row_from_before_hours_is_keyed_by_its_day(monkeypatch):
             ],
         ),
         (
-            lambda: DatasetSpec.model_validate(builtin_spec_data("views_per_title")),
+            lambda: DatasetSpec.model_validate(demo_spec_data("views_per_title")),
             ["2026-10-01", "2026-10-02", "2026-10-04"],
             ["--start 2026-10-01 --end 2026-10-03", "--start 2026-10-04 --end 2026-10-05"],
         ),
@@ -148,7 +148,7 @@ def test_plan_of_an_hourly_stream_names_its_hours():
 def test_a_lookback_reads_whole_hours_before_the_range_never_before_the_stream():
     from backfill_platform.operations.plan import lookback_start
 
-    joined = DatasetSpec.model_validate(builtin_spec_data("attributed_plays"))  # impressions: 30 minutes back
+    joined = DatasetSpec.model_validate(demo_spec_data("attributed_plays"))  # impressions: 30 minutes back
     impressions = StreamSpec.model_validate(mutated(name="impressions", partition_grain="hour"))
     playback = StreamSpec.model_validate(mutated(partition_grain="hour"))
     first = datetime(2026, 10, 5, 14, tzinfo=UTC)
@@ -180,7 +180,7 @@ def test_status_judges_a_day_rolled_up_from_hours_by_their_fingerprints(monkeypa
     promotion gate judges. One hour re-derived with one more row: stale, naming the hours re-derived since."""
     from backfill_platform.operations import status
 
-    spec = DatasetSpec.model_validate(builtin_spec_data("plays_new_york"))
+    spec = DatasetSpec.model_validate(demo_spec_data("plays_new_york"))
     day = "2026-11-01"  # summer time ends: 04:00 UTC to 05:00 UTC the next day
     hours = [(datetime(2026, 11, 1, 4, tzinfo=UTC) + timedelta(hours=h)).strftime("%Y-%m-%d-%H:%M") for h in range(25)]  # fmt: skip
     recorded = validation(day, "v1", promoted=41) | {

@@ -4,11 +4,11 @@ the integration tests."""
 
 from __future__ import annotations
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.promotion.gate import PromotionRefused, refusal
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
 
-SPEC = DatasetSpec.model_validate(builtin_spec_data("views_per_title"))
+SPEC = DatasetSpec.model_validate(demo_spec_data("views_per_title"))
 DAY, OTHER = "2026-10-01", "2026-10-02"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.erasure.requests import (
     KEY_CHECK_PROPERTY,
     KEY_ENV,
@@ -20,7 +21,6 @@ from backfill_platform.pipeline.replay.delivery import ReplayError
 from backfill_platform.pipeline.replay.erasure import ErasureSummary, SendTimeErasure
 from backfill_platform.pipeline.replay.runner import advanced
 from backfill_platform.pipeline.replay.source import Event
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.stream import StreamSpec
 
 MOMENT = datetime(2026, 10, 1, tzinfo=UTC)
@@ -63,7 +63,7 @@ def test_a_batch_keeps_the_subjects_without_a_request_as_of_now(tmp_path: Path, 
     key = "a test key, not the platform's"
     monkeypatch.setenv(KEY_ENV, key)
     catalog, table, schema = _requests_table(tmp_path, key.encode())
-    spec = StreamSpec.model_validate(builtin_spec_data("playback"))
+    spec = StreamSpec.model_validate(demo_spec_data("playback"))
     erasure = SendTimeErasure(catalog, spec)
     batch = [Event(f"e{i}", MOMENT, b"{}", subject=f"u{i % 3}") for i in range(6)] + [Event("n", MOMENT, b"")]
     assert erasure.keep(batch) == batch and erasure.requests.snapshot_id is None  # no commit yet

@@ -79,10 +79,10 @@ def test_a_year_of_hours_is_one_range_in_a_snapshots_properties():
 
 
 def test_a_stream_is_partitioned_in_utc_and_says_where_local_days_go():
-    from backfill_platform.specs.loader import builtin_spec_data
+    from backfill_platform.components.registry import demo_spec_data
     from backfill_platform.specs.stream import StreamSpec
 
-    data = builtin_spec_data("playback_hourly")
+    data = demo_spec_data("playback_hourly")
     assert StreamSpec.model_validate({**data, "partition_timezone": "UTC"}).grain == HOURLY
     with pytest.raises(ValueError) as error:
         StreamSpec.model_validate({**data, "partition_timezone": "America/New_York"})

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import backfill_platform
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.specs.common import check_catalog_name, check_field_path, check_identifier
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform_tests.support.hostile import project_with, refused
 from backfill_platform_tests.support.projects import load_project
 from backfill_platform_tests.support.specs import mutated
@@ -74,7 +74,7 @@ def test_a_stream_name_ending_in_a_newline_is_refused_naming_the_field(tmp_path,
 
 
 def _dataset(**changes) -> dict:
-    spec = builtin_spec_data("views_per_title")
+    spec = demo_spec_data("views_per_title")
     spec.update(changes)
     return spec
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from backfill_platform.components.registry import package_project, project_specs
-from backfill_platform.specs.loader import builtin_spec_data
+from backfill_platform.components.registry import demo_spec_data, package_project, project_specs
 from backfill_platform.specs.stream import events_columns
 from backfill_platform.specs.transforms import SYNTHETIC_PREFIX
 from backfill_platform_tests.support import hostile
@@ -23,7 +22,7 @@ from backfill_platform_tests.support.spec_transforms import (
 )
 from backfill_platform_tests.support.specs import mutated
 
-DATASET = builtin_spec_data("views_per_title")
+DATASET = demo_spec_data("views_per_title")
 
 
 def dataset(**changes) -> dict:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from backfill_platform.components.registry import package_project, project_specs
+from backfill_platform.components.registry import demo_spec_data, package_project, project_specs
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
 from backfill_platform.specs.yaml_guard import SpecError
 from backfill_platform_tests.support.hostile import project_with, refused
 from backfill_platform_tests.support.projects import load_project, write_project
@@ -123,16 +122,16 @@ def test_the_docs_spec_reference_is_the_one_generated_from_the_models():
 def test_an_absent_bucket_follows_the_grain():
     """Local days and hourly datasets have one bucket, the partition: it is the default; UTC days keep `hour`,
     and without an hour column the refusal says both ways out."""
-    new_york = builtin_spec_data("plays_new_york")
+    new_york = demo_spec_data("plays_new_york")
     del new_york["bucket"]
     assert DatasetSpec.model_validate(new_york).bucket == "partition"
 
-    hourly = builtin_spec_data("plays_new_york")
+    hourly = demo_spec_data("plays_new_york")
     del hourly["bucket"], hourly["partition_timezone"]
     hourly["columns"]["event_date"] = "timestamp"
     assert DatasetSpec.model_validate(hourly).bucket == "partition"
 
-    daily = builtin_spec_data("views_per_title")
+    daily = demo_spec_data("views_per_title")
     assert DatasetSpec.model_validate(daily).bucket == "hour"  # its bucket_column: per hour of the day
     del daily["bucket_column"], daily["key_columns"][1], daily["columns"]["event_hour"]
     with pytest.raises(ValidationError) as refused:

@@ -109,13 +109,13 @@ def test_a_component_checks_its_own_yaml_whatever_loaded_it(tmp_path):
     line; the same component without it loads."""
     from types import SimpleNamespace
 
+    from backfill_platform.components.registry import demo_spec_data
     from backfill_platform.components.stream import Stream
-    from backfill_platform.specs.loader import builtin_spec_data
     from backfill_platform.specs.stream import StreamSpec
 
     component = tmp_path / "defs" / "plays"
     component.mkdir(parents=True)
-    raw = {k: v for k, v in builtin_spec_data("playback").items() if k != "kind"}
+    raw = {k: v for k, v in demo_spec_data("playback").items() if k != "kind"}
     attributes = StreamSpec.model_validate(raw)  # what Dagster's parse kept: the last of the two keys
     context = SimpleNamespace(path=component)
     defs_yaml = component / "defs.yaml"

@@ -6,6 +6,7 @@ on production."""
 
 from __future__ import annotations
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.shadow.checks import CHECKSUMS, ROW_COUNTS
 from backfill_platform.pipeline.validation.bucket_verdicts import (
     SAMPLE_BUCKETS,
@@ -16,9 +17,8 @@ from backfill_platform.pipeline.validation.bucket_verdicts import (
 from backfill_platform.pipeline.validation.buckets import BucketFigures
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
 
-SPEC = DatasetSpec.model_validate(builtin_spec_data("views_per_title"))  # reconciles views, watch_seconds
+SPEC = DatasetSpec.model_validate(demo_spec_data("views_per_title"))  # reconciles views, watch_seconds
 DAY, OTHER = "2026-10-01", "2026-10-02"
 
 

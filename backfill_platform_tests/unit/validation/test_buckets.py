@@ -6,6 +6,7 @@ table (`actual_figures`, `events_values`) runs in Spark and is left to the integ
 
 from __future__ import annotations
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.validation.buckets import (
     BucketFigures,
     failing_bucket_rows,
@@ -13,11 +14,8 @@ from backfill_platform.pipeline.validation.buckets import (
     null_keys_of,
 )
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
 
-SPEC = DatasetSpec.model_validate(
-    builtin_spec_data("views_per_title")
-)  # keys: event_date, event_hour, title_id
+SPEC = DatasetSpec.model_validate(demo_spec_data("views_per_title"))  # keys: event_date, event_hour, title_id
 DAY, OTHER = "2026-10-01", "2026-10-02"
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.shadow.checks import EVENTS_VALIDATED
 from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
 from backfill_platform.pipeline.validation.input_verdicts import events_validated_verdicts, source_day_problem
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
-from backfill_platform.specs.loader import builtin_spec_data
 
-SPEC = DatasetSpec.model_validate(builtin_spec_data("views_per_title"))
+SPEC = DatasetSpec.model_validate(demo_spec_data("views_per_title"))
 DAY, OTHER = "2026-10-01", "2026-10-02"
 
 
