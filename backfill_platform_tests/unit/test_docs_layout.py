@@ -77,3 +77,21 @@ def test_the_layout_page_names_every_module_once_and_none_that_is_gone() -> None
         f"docs/layout.md does not name these modules: {missing}; "
         f"names modules that do not exist: {stale}; names these more than once: {twice}"
     )
+
+
+def walk_modules(page: str) -> list[str]:
+    """The modules the page's walk from a spec to production names (paths under backfill_platform/)."""
+    walk = page.split("## A spec's way to production", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"`((?:\w+/)*\w+\.py)`", walk)
+
+
+def test_the_walk_from_a_spec_to_production_names_each_module_once_and_each_exists() -> None:
+    named = walk_modules(LAYOUT.read_text())
+    modules = package_modules()
+    assert len(named) > 30, named
+    stale = sorted(set(named) - modules)
+    twice = sorted(module for module, count in Counter(named).items() if count > 1)
+    assert not (stale or twice), f"the walk names modules that do not exist: {stale}; more than once: {twice}"
+    # It walks every stage a spec's data takes on its way to production.
+    for stage in ("archive", "events", "shadow", "promotion", "validation", "ledger"):
+        assert any(module.startswith(f"pipeline/{stage}/") for module in named), stage
