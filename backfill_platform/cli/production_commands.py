@@ -31,7 +31,7 @@ def revert(dataset: str, snapshot: int | None, reason: str) -> None:
     with refusals():
         result = revert_promotion(spark_session(), spec, snapshot, reason, streams)
     click.echo(
-        f"reverted promotion {result.promotion_snapshot_id} of {dataset} for {', '.join(result.days)}: "
+        f"reverted promotion {result.promotion_snapshot_id} of {dataset} for {', '.join(result.partitions)}: "
         f"snapshot {result.snapshot_id}, {result.rows_restored:,} rows restored"
     )
     report_to_dagster(revert_materializations(spec, result, reason))
@@ -48,7 +48,7 @@ def revert(dataset: str, snapshot: int | None, reason: str) -> None:
 def adopt(dataset: str, source: str, start, end, reason: str) -> None:
     """Register existing data as production (recorded, unvalidated; never overwrites)."""
     from backfill_platform.pipeline.promotion.adopt import adopt as adopt_range
-    from backfill_platform.pipeline.promotion.adopt import adopted_rows_by_day, check_source_name
+    from backfill_platform.pipeline.promotion.adopt import adopted_rows_by_partition, check_source_name
     from backfill_platform.pipeline.promotion.jobs import adopt_materializations
 
     check_source_name(source)  # a name that is no table name is refused before Spark starts
@@ -58,7 +58,7 @@ def adopt(dataset: str, source: str, start, end, reason: str) -> None:
     click.echo(
         f"adopted {source} [{start.date()}, {end.date()}) into production {dataset}: snapshot {snapshot}"
     )
-    rows = adopted_rows_by_day(spark, spec, snapshot)
+    rows = adopted_rows_by_partition(spark, spec, snapshot)
     report_to_dagster(adopt_materializations(spec, snapshot, rows, source, reason))
 
 

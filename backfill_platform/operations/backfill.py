@@ -145,7 +145,7 @@ class BackfillRun:
 
 
 @dataclass(frozen=True)
-class DayProblem:
+class PartitionProblem:
     """A check that failed (or warned) for one day, with its numbers."""
 
     day: str
@@ -160,7 +160,7 @@ class BackfillOutcome:
     request: BackfillRequest
     run_id: str  # the run (in process), or the backfill's id when submitted
     success: bool
-    problems: list[DayProblem]
+    problems: list[PartitionProblem]
     step_failures: list[str]
     # By partition key:
     validations: dict[str, Row] = field(default_factory=dict)  # latest ledger row of the version

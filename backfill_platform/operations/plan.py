@@ -72,7 +72,7 @@ class PartitionPlan:
     missing_hours: list[datetime]
     settles_at: datetime
     offset_gaps: list[str] = field(default_factory=list)  # Kafka Connect archives: missing offsets
-    proof: str = "ingestion hours"  # what proves the window whole (completeness.DayCompleteness.proof)
+    proof: str = "ingestion hours"  # what proves the window whole (completeness.PartitionCompleteness.proof)
     production: dict[str, Row | None] = field(default_factory=dict)  # dataset -> its ledger row
     # A partition before the range that a dataset's lookback reads: its latest ingestion (None: never)
     lookback_only: bool = False

@@ -16,11 +16,11 @@ from typing import Any
 from dagster import DagsterEventType, DagsterInstance
 
 from backfill_platform.lakehouse.resources import open_catalog
-from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest, DayProblem
+from backfill_platform.operations.backfill import BackfillOutcome, BackfillRequest, PartitionProblem
 from backfill_platform.operations.explain import describe
 from backfill_platform.operations.graphql import METADATA_ENTRIES, GraphQLClient, SubmitError, metadata_values
 from backfill_platform.operations.ledger_view import Row, in_production, ingestion_rows, latest, ledger_rows
-from backfill_platform.pipeline.validation.day_inputs import INGESTION_FIGURES
+from backfill_platform.pipeline.validation.partition_inputs import INGESTION_FIGURES
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def read_back(
     runs = list(runs)
     bucket = request.dataset.bucket
     problems = [
-        DayProblem(
+        PartitionProblem(
             day=e.day or "-",
             asset=e.asset,
             check=e.check,

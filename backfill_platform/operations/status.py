@@ -32,8 +32,8 @@ from backfill_platform.operations.ledger_view import (
 )
 from backfill_platform.operations.ranges import partition_noun
 from backfill_platform.pipeline.shadow.inputs import source_days
-from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint, fingerprint_sum
+from backfill_platform.pipeline.validation.partition_inputs import PartitionInputs
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 from backfill_platform.specs.stream import StreamSpec
@@ -129,7 +129,7 @@ def join_inputs_state(
     source is stale when a partition it reads was ingested after the validation."""
     if len(spec.inputs) == 1 and not spec.inputs[0].lookback and grains[spec.primary_stream] == spec.grain:
         return None
-    recorded = DayInputs.parse(validation.get("inputs")) if validation is not None else None
+    recorded = PartitionInputs.parse(validation.get("inputs")) if validation is not None else None
     for source in spec.inputs:
         read = {
             read_day: ingestions[source.stream].get(read_day)

@@ -49,7 +49,7 @@ from backfill_platform.pipeline.validation.buckets import (
     actual_figures,
     events_figures,
 )
-from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, dataset_table_fingerprints
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
@@ -153,7 +153,7 @@ def sweep(
     step(f"what the events imply for {len(keys)} {grain.unit}(s)")
     expected = implied_figures(spark, source, events_snapshot, spec, keys)
     step(f"production's fingerprint per {grain.unit}")
-    fingerprints = partition_fingerprints(production, spec, keys)
+    fingerprints = dataset_table_fingerprints(production, spec, keys)
     verdicts = {
         (v.check, v.partition): v
         for v in [

@@ -38,7 +38,7 @@ from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, dataset_table_fingerprints
 from backfill_platform_tests.support.datasets import dataset, production, renamed_dataset_data, run
 from backfill_platform_tests.support.lakehouse import lakehouse_session, own_data_dir
 from backfill_platform_tests.support.projects import load_project, write_project
@@ -106,7 +106,7 @@ def test_lost_adopt_and_revert_records_are_rebuilt_from_production(
         and not repaired.updated
     )
     rows = ledger(spark, spec.name).where(F.col("adopted")).collect()
-    production = partition_fingerprints(
+    production = dataset_table_fingerprints(
         read_range(spark, production_table(spark, spec), spec, D1, D3, adopted), spec, [D1, D2]
     )
     assert {

@@ -40,7 +40,10 @@ from backfill_platform.pipeline.partitions import partition_of, run_partitions_a
 from backfill_platform.pipeline.run_settings import PARTITIONS_BEFORE_TAG, EventsConfig, step_settings
 from backfill_platform.pipeline.run_tags import run_properties
 from backfill_platform.pipeline.spark_asset import partitioned_spark_asset
-from backfill_platform.pipeline.validation.fingerprints import Fingerprint, day_fingerprints_and_nulls
+from backfill_platform.pipeline.validation.fingerprints import (
+    Fingerprint,
+    fingerprints_and_nulls_by_partition,
+)
 from backfill_platform.pipeline.validation.markdown import markdown_table
 from backfill_platform.pipeline.validation.verdicts import (
     PartitionVerdict,
@@ -181,10 +184,10 @@ def _judge(
 ) -> tuple[dict[str, Fingerprint], list[PartitionVerdict]]:
     """Each day's fingerprint of what the run committed (`written`), and every events check's verdicts."""
     # One pass: each day's fingerprint, and the null counts the schema check needs.
-    fingerprints, nulls = day_fingerprints_and_nulls(
+    fingerprints, nulls = fingerprints_and_nulls_by_partition(
         written, partition_of(spec.grain, "event_time"), days, list(REQUIRED_COLUMNS)
     )
-    rows_by_day = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
+    rows_by_partition = {day: fingerprint.rows for day, fingerprint in fingerprints.items()}
     proof = completeness(
         spec,
         plan,
@@ -196,7 +199,7 @@ def _judge(
         result.offset_proofs,
     )
     return fingerprints, [
-        *reconciliation_check(session, spec, result, rows_by_day, plan.start, plan.end),
+        *reconciliation_check(session, spec, result, rows_by_partition, plan.start, plan.end),
         *quarantine_ratio_check(spec, result),
         *events_schema_check(spec, written, days, nulls),
         *records_present_check(spec, result),

@@ -4,7 +4,7 @@ settled.
 A check module: reconciliation reads the tables back rather than trusting the figures the ingestion
 computed, then judges the balance (`reconciliation_verdicts`); the schema check runs pandera
 (`validation.schema`). The other verdicts are pure, over the events stage's own figures (`IngestResult`,
-`DayCompleteness`), so they sit here beside those types rather than in `pipeline/validation/`, which the
+`PartitionCompleteness`), so they sit here beside those types rather than in `pipeline/validation/`, which the
 layers keep below the stages. Each verdict carries that day's numbers as metadata.
 """
 
@@ -16,7 +16,7 @@ from dagster import MetadataValue
 from pyspark.sql import DataFrame, SparkSession
 
 from backfill_platform.lakehouse.tables import in_range
-from backfill_platform.pipeline.events.completeness import DayCompleteness, format_hours
+from backfill_platform.pipeline.events.completeness import PartitionCompleteness, format_hours
 from backfill_platform.pipeline.events.ingest import IngestResult, events_columns
 from backfill_platform.pipeline.names import quarantine_table
 from backfill_platform.pipeline.partitions import partition_of
@@ -142,7 +142,7 @@ def records_present_check(spec: StreamSpec, result: IngestResult) -> list[Partit
     ]
 
 
-def settled_check(spec: StreamSpec, days: dict[str, DayCompleteness]) -> list[PartitionVerdict]:
+def settled_check(spec: StreamSpec, days: dict[str, PartitionCompleteness]) -> list[PartitionVerdict]:
     """Every day's lateness horizon has passed and its read window has every ingestion hour.
 
     An unsettled day would validate against itself and publish an undercount as validated. With the

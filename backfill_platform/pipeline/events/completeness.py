@@ -41,7 +41,7 @@ OFFSETS_NOT_READ = "not read (proven in the run)"
 
 
 @dataclass(frozen=True)
-class DayCompleteness:
+class PartitionCompleteness:
     """What a day's read window holds at the time `now`."""
 
     day: str
@@ -99,7 +99,7 @@ def completeness(
     sequence_gaps: dict[str, list[str]] | None = None,
     edges: EdgesLookup | None = None,
     proofs: dict[str, str] | None = None,
-) -> dict[str, DayCompleteness]:
+) -> dict[str, PartitionCompleteness]:
     """Each day's completeness (the partitions of `plan`, the run's read windows), given the archive files
     listed for their read windows. A day settles at its read window's end (its end + the allowed lateness +
     the one hour its last file may take).
@@ -144,7 +144,7 @@ def completeness(
                 edge_gaps, proof = _edges(spec, edges, names, file_records or {}, first_hour, after)
                 gaps += edge_gaps
         hours_matter = not (spec.allow_empty_hours or by_offsets or spec.sequence is not None)
-        result[day] = DayCompleteness(
+        result[day] = PartitionCompleteness(
             day=day,
             horizon=horizon,
             horizon_passed=horizon <= now,

@@ -25,8 +25,8 @@ from backfill_platform.lakehouse.snapshots import top_level_columns
 from backfill_platform.lakehouse.tables import PLATFORM_NAMESPACE, ensure_table, table_id
 from backfill_platform.pipeline.ledger.latest import latest_key
 from backfill_platform.pipeline.run_tags import BACKFILL_TAG, REASON_TAG
-from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.partition_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.shadow_validation import ShadowValidation
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import value_key
@@ -93,7 +93,7 @@ class LedgerRow:
     provisional: bool | None = None
     adopted: bool = False
     # Every source the dataset reads (comma-separated; `stream` is the first) and what the day read from
-    # each (`stream=rows/hash_sum;…`, `validation.day_inputs.DayInputs`): the gate names a changed source.
+    # each (`stream=rows/hash_sum;…`, `validation.partition_inputs.PartitionInputs`): the gate names a changed source.
     sources: str | None = None
     inputs: str | None = None
     promoted_snapshot_id: int | None = None

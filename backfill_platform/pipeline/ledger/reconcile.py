@@ -41,7 +41,7 @@ from backfill_platform.pipeline.ledger.ledger import (
 from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.run_tags import REASON, RUN_ID
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.fingerprints import partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import dataset_table_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 
 Key = tuple[str, str, str]  # (version, partition key, run_id) of a ledger row
@@ -161,7 +161,7 @@ def adopted_rows(
         return []
     start, end = spec.grain.bounds(min(days), max(days))
     pinned = read_range(spark, production_table(spark, spec), spec, start, end, snapshot)
-    fingerprints = partition_fingerprints(pinned, spec, days)
+    fingerprints = dataset_table_fingerprints(pinned, spec, days)
     return [
         LedgerRow(
             dataset=spec.name,

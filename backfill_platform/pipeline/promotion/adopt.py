@@ -127,7 +127,7 @@ def adopt(
     return snapshot
 
 
-def adopted_rows_by_day(spark: SparkSession, spec: DatasetSpec, snapshot_id: int) -> dict[str, int]:
+def adopted_rows_by_partition(spark: SparkSession, spec: DatasetSpec, snapshot_id: int) -> dict[str, int]:
     """Rows per day an adoption brought into production, as its ledger rows record them."""
     rows = (
         ledger(spark, spec.name)

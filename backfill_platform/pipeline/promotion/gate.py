@@ -13,8 +13,8 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from backfill_platform.pipeline.ledger.ledger import latest_shadow_rows
-from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.partition_inputs import PartitionInputs
 from backfill_platform.pipeline.validation.promotion_verdicts import GateDecision, gate_decision
 from backfill_platform.specs.dataset import DatasetSpec
 
@@ -29,7 +29,7 @@ def gate_partitions(
     version: str,
     shadow: dict[str, Fingerprint],
     days: list[str],
-    inputs: dict[str, DayInputs],
+    inputs: dict[str, PartitionInputs],
 ) -> GateDecision:
     """The gate's decision for `days` of shadow `version` from their latest validations in the ledger:
     `shadow` is each day's fingerprint about to be promoted, `inputs` what each day reads from every

@@ -32,16 +32,16 @@ def revert_materializations(spec: DatasetSpec, revert: Revert, reason: str) -> l
                 "action": "revert",
                 "snapshot_id": str(revert.snapshot_id),
                 "reverts_snapshot_id": str(revert.promotion_snapshot_id),
-                "rows": revert.rows_by_day[day],
+                "rows": revert.rows_by_partition[day],
                 "reason": reason,
             },
         )
-        for day in revert.days
+        for day in revert.partitions
     ]
 
 
 def adopt_materializations(
-    spec: DatasetSpec, snapshot_id: int | None, rows_by_day: dict[str, int], source: str, reason: str
+    spec: DatasetSpec, snapshot_id: int | None, rows_by_partition: dict[str, int], source: str, reason: str
 ) -> list[AssetMaterialization]:
     """One materialization of `prod/<dataset>_production` per adopted day (unvalidated, and said so)."""
     return [
@@ -58,7 +58,7 @@ def adopt_materializations(
                 "reason": reason,
             },
         )
-        for day, rows in sorted(rows_by_day.items())
+        for day, rows in sorted(rows_by_partition.items())
     ]
 
 
@@ -78,7 +78,7 @@ def revert_promotion_op(
         spark.spark_session, spec, config.snapshot_id, config.reason, list(specs.streams.values())
     )
     context.log.info(
-        f"reverted promotion {result.promotion_snapshot_id} of {spec.name} ({', '.join(result.days)}) "
+        f"reverted promotion {result.promotion_snapshot_id} of {spec.name} ({', '.join(result.partitions)}) "
         f"with snapshot {result.snapshot_id} ({result.rows_restored} rows restored)"
     )
     for materialization in revert_materializations(spec, result, config.reason):

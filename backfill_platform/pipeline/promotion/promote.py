@@ -56,7 +56,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     read_range,
 )
 from backfill_platform.pipeline.validation.buckets import Bucket
-from backfill_platform.pipeline.validation.fingerprints import day_fingerprints_of
+from backfill_platform.pipeline.validation.fingerprints import fingerprints_from_buckets
 from backfill_platform.pipeline.validation.promotion_verdicts import compare_buckets
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.specs.dataset import DatasetSpec
@@ -122,7 +122,7 @@ def promote(
         spark,
         spec,
         version,
-        day_fingerprints_of(shadow_figures, keys),
+        fingerprints_from_buckets(shadow_figures, keys),
         keys,
         current_inputs(spark, spec, sources, keys),
     )

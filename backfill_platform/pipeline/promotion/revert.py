@@ -38,7 +38,7 @@ from backfill_platform.pipeline.names import production_table
 from backfill_platform.pipeline.promotion.promote import fence_options
 from backfill_platform.pipeline.run_tags import REASON
 from backfill_platform.pipeline.tables.dataset_tables import columns_ddl, partition_ranges, read_range
-from backfill_platform.pipeline.validation.fingerprints import partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import dataset_table_fingerprints
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.stream import StreamSpec
 
@@ -55,8 +55,8 @@ class Revert:
     end: date | datetime
     rows_restored: int
     # The partitions restored (exactly the promotion's) and the rows each holds again.
-    days: list[str] = field(default_factory=list)
-    rows_by_day: dict[str, int] = field(default_factory=dict)
+    partitions: list[str] = field(default_factory=list)
+    rows_by_partition: dict[str, int] = field(default_factory=dict)
 
 
 def _promotion_to_revert(spec: DatasetSpec, commits: list[dict], snapshot_id: int | None) -> dict:
@@ -119,10 +119,10 @@ def revert_promotion(
     # Compare contents rather than trusting commit metadata: any later change to these partitions,
     # by whatever writer, would be undone by the restore.
     head = current_snapshot_id(spark, target)
-    promoted = partition_fingerprints(
+    promoted = dataset_table_fingerprints(
         _without(read_range(spark, target, spec, start, end, promotion["snapshot_id"]), erased), spec, days
     )
-    current = partition_fingerprints(
+    current = dataset_table_fingerprints(
         _without(read_range(spark, target, spec, start, end, head), erased), spec, days
     )
     changed = [day for day in promoted if promoted[day] != current[day]]
@@ -142,7 +142,7 @@ def revert_promotion(
             ),
             erased,
         )
-    restored = {day: fp.rows for day, fp in partition_fingerprints(previous, spec, days).items()}
+    restored = {day: fp.rows for day, fp in dataset_table_fingerprints(previous, spec, days).items()}
     snapshot = replace_ranges(
         previous,
         target,

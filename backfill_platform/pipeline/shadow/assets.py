@@ -41,7 +41,7 @@ from backfill_platform.pipeline.tables.dataset_tables import (
     read_range,
     table_partition,
 )
-from backfill_platform.pipeline.validation.fingerprints import Fingerprint, day_fingerprints_of
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, fingerprints_from_buckets
 from backfill_platform.pipeline.validation.shadow_validation import ShadowValidation
 from backfill_platform.pipeline.validation.snapshot_figures import table_figures
 from backfill_platform.pipeline.validation.verdicts import partition_outcomes
@@ -116,7 +116,7 @@ def build_shadow_asset(
         validation.verdicts += shadow_erasure_verdicts(
             session, spec, sources, shadow, table_partition(spec), frames, days
         )
-        fingerprints = day_fingerprints_of(actual, days)
+        fingerprints = fingerprints_from_buckets(actual, days)
         record_validation(session, context, spec, version, snapshot, validation, fingerprints, judged)
         yield from partition_outcomes(
             context,

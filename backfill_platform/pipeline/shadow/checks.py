@@ -14,10 +14,10 @@ from pyspark.sql import DataFrame
 from backfill_platform.pipeline.run_settings import MAX_DIVERGENCE_TAG
 from backfill_platform.pipeline.validation.bucket_verdicts import checksum_verdicts, row_count_verdicts
 from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures, null_keys_of
-from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.divergence import compare
 from backfill_platform.pipeline.validation.divergence_verdicts import divergence_verdicts
 from backfill_platform.pipeline.validation.input_verdicts import events_validated_verdicts
+from backfill_platform.pipeline.validation.partition_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.schema import SCHEMA, schema_verdicts
 from backfill_platform.pipeline.validation.shadow_validation import ShadowValidation
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict

@@ -30,11 +30,15 @@ from backfill_platform.pipeline.ledger.ledger import latest_ingestions
 from backfill_platform.pipeline.names import events_table
 from backfill_platform.pipeline.partitions import partition_of
 from backfill_platform.pipeline.validation.buckets import events_values, expectations_from
-from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs, day_inputs
 from backfill_platform.pipeline.validation.fingerprints import (
     Fingerprint,
-    day_fingerprints,
+    fingerprints_by_partition,
     input_fingerprints,
+)
+from backfill_platform.pipeline.validation.partition_inputs import (
+    JudgedInputs,
+    PartitionInputs,
+    partition_inputs,
 )
 from backfill_platform.pipeline.validation.snapshot_figures import (
     events_at,
@@ -95,7 +99,7 @@ def whole_day_fingerprints(read: SourceRead, spark: SparkSession, days: list[str
     if not days:
         return {}
     grain = read.stream.grain
-    return day_fingerprints(
+    return fingerprints_by_partition(
         events_at(spark, read.table, read.snapshot_id, days, grain), partition_of(grain, "event_time"), days
     )
 
@@ -130,21 +134,24 @@ def judge_inputs(
         # The dataset's own partitions are the source's when of one grain: their fingerprints are computed.
         before = [d for d in read_days if d not in own or spec.grain != source_grain]
         own_read = own if spec.grain == source_grain else {}
-        judged.day_fingerprints[source.stream] = {**own_read, **whole_day_fingerprints(read, session, before)}
+        judged.fingerprints_by_partition[source.stream] = {
+            **own_read,
+            **whole_day_fingerprints(read, session, before),
+        }
         judged.ingestions[source.stream] = latest_ingestions(session, source.stream, read_days)
         lookback = source.lookback
         inputs[source.stream] = (
             own if not lookback else input_fingerprints(read.events, source, days, spec.grain)
         )
     judged.expected = expectations_from(values, spec)
-    judged.inputs = day_inputs(inputs, days)
+    judged.inputs = partition_inputs(inputs, days)
     return judged
 
 
 def current_inputs(
     spark: SparkSession, spec: DatasetSpec, streams: Sequence[StreamSpec], days: list[str]
-) -> dict[str, DayInputs]:
-    """Each day's DayInputs as the events tables hold them now (what the promotion gate compares)."""
+) -> dict[str, PartitionInputs]:
+    """Each day's PartitionInputs as the events tables hold them now (what the promotion gate compares)."""
     by_name = {s.name: s for s in streams}
     per_source: dict[str, dict[str, Fingerprint]] = {}
     for source in spec.inputs:
@@ -160,4 +167,4 @@ def current_inputs(
         start, end = spec.grain.bounds(min(days), max(days))
         read = read_source(spark, source, stream, start, end)
         per_source[source.stream] = input_fingerprints(read.events, source, days, spec.grain)
-    return day_inputs(per_source, days)
+    return partition_inputs(per_source, days)

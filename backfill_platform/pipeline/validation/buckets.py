@@ -160,7 +160,7 @@ def expectations_from(values: dict[Bucket, dict[str, int]], spec: DatasetSpec) -
 def actual_figures(table: DataFrame, spec: DatasetSpec) -> dict[Bucket, BucketFigures]:
     """Rows, distinct keys, column sums, hash sums and null keys per bucket of a dataset table.
 
-    One aggregation, one Spark job: the per-day fingerprints (`fingerprints.day_fingerprints_of`) and the
+    One aggregation, one Spark job: the per-day fingerprints (`fingerprints.fingerprints_from_buckets`) and the
     schema check's null counts (`null_keys_of`) are derived from it rather than computed by passes of their
     own.
     """

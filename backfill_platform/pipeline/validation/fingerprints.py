@@ -2,10 +2,10 @@
 
 Two tables, or two runs, hold the same rows exactly when their fingerprints agree. This is the one module
 that holds the `Fingerprint` type and every way one is made: the Spark expressions that compute hash sums
-(`hash_sum`) and fingerprints per partition (`day_fingerprints`, `partition_fingerprints` of a dataset
+(`hash_sum`) and fingerprints per partition (`fingerprints_by_partition`, `dataset_table_fingerprints` of a dataset
 table, `input_fingerprints` of what a dataset partition reads through its lookback), and the pure
 combinations (`fingerprint_sum` of disjoint sets, `from_sums` of collected counts and sums,
-`day_fingerprints_of` bucket figures). Everything else that needs a fingerprint calls these.
+`fingerprints_from_buckets` bucket figures). Everything else that needs a fingerprint calls these.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Fingerprint:
 
     def text(self) -> str:
         """As text, `rows/row_hash` (`1200/-4467…`): how the ledger records one source's share of a
-        dataset day's inputs (`day_inputs.DayInputs.text`)."""
+        dataset day's inputs (`partition_inputs.PartitionInputs.text`)."""
         return f"{self.rows}/{self.row_hash}"
 
     @classmethod
@@ -90,11 +90,11 @@ def from_sums(
     return {k: Fingerprint(rows[k], str(hashes.get(k, 0))) if k in rows else Fingerprint.EMPTY for k in keys}
 
 
-def day_fingerprints_of(
+def fingerprints_from_buckets(
     figures: Mapping[tuple[str, int | None], HashedRows], days: list[str]
 ) -> dict[str, Fingerprint]:
     """Each partition's fingerprint from its buckets' figures (keyed by (partition, hour)): the same as
-    `partition_fingerprints` computes from the table, since a partition's hash sum is the exact sum of
+    `dataset_table_fingerprints` computes from the table, since a partition's hash sum is the exact sum of
     its buckets' hash sums."""
     rows: dict[str, int] = {}
     hashes: dict[str, int] = {}
@@ -118,7 +118,7 @@ def checksum(df: DataFrame, columns: list[str] | None = None) -> Fingerprint:
     return Fingerprint(row["n"], str(row["h"] or 0))
 
 
-def day_fingerprints(df: DataFrame, day: Column, days: list[str]) -> dict[str, Fingerprint]:
+def fingerprints_by_partition(df: DataFrame, day: Column, days: list[str]) -> dict[str, Fingerprint]:
     """Each day's fingerprint over every column; a day without rows is `Fingerprint.EMPTY`."""
     rows = (
         df.groupBy(day.alias("_day"))
@@ -129,10 +129,10 @@ def day_fingerprints(df: DataFrame, day: Column, days: list[str]) -> dict[str, F
     return {d: found.get(d, Fingerprint.EMPTY) for d in days}
 
 
-def day_fingerprints_and_nulls(
+def fingerprints_and_nulls_by_partition(
     df: DataFrame, day: Column, days: list[str], columns: list[str]
 ) -> tuple[dict[str, Fingerprint], dict[str, int]]:
-    """`day_fingerprints`, and the rows where each of `columns` is null (over all days), in one pass."""
+    """`fingerprints_by_partition`, and the rows where each of `columns` is null (over all days), in one pass."""
     rows = (
         df.groupBy(day.alias("_day"))
         .agg(
@@ -151,12 +151,14 @@ def day_fingerprints_and_nulls(
     return {d: found.get(d, Fingerprint.EMPTY) for d in days}, nulls
 
 
-def partition_fingerprints(
+def dataset_table_fingerprints(
     table: DataFrame, spec: DatasetSpec, days: list[date] | list[str]
 ) -> dict[str, Fingerprint]:
     """Each partition's fingerprint of a dataset table over the declared columns; an empty partition's is
     `Fingerprint.EMPTY`. `days`: partition keys (or a daily dataset's days as dates)."""
-    return day_fingerprints(table.select(*spec.columns), table_partition(spec), [value_key(d) for d in days])
+    return fingerprints_by_partition(
+        table.select(*spec.columns), table_partition(spec), [value_key(d) for d in days]
+    )
 
 
 def input_fingerprints(
@@ -171,7 +173,7 @@ def input_fingerprints(
     if not days:
         return {}
     if not source.lookback:
-        return day_fingerprints(events, partition_of(grain, "event_time"), days)
+        return fingerprints_by_partition(events, partition_of(grain, "event_time"), days)
     seconds = int(source.lookback.total_seconds())
     until = F.col("event_time") + F.expr(f"INTERVAL {seconds} SECONDS")
     if grain.unit == "day":

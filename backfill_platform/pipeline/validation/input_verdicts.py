@@ -1,13 +1,13 @@
 """Pure verdicts over what a dataset's partitions read: every source partition ingested, checked, unchanged.
 
-A pure verdict module (`*_verdicts.py`): it judges the inputs a shadow run pinned (`day_inputs.JudgedInputs`,
+A pure verdict module (`*_verdicts.py`): it judges the inputs a shadow run pinned (`partition_inputs.JudgedInputs`,
 read by `shadow/inputs.py`), with no Spark, no ledger and no Dagster context; `shadow/checks.py` calls it.
 """
 
 from __future__ import annotations
 
-from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.partition_inputs import JudgedInputs
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 
 
@@ -26,7 +26,7 @@ def events_validated_verdicts(check: str, days: list[str], judged: JudgedInputs)
         problems, runs, provisional = [], [], False
         for stream, read_day in reads:
             ingestion = judged.ingestions[stream].get(read_day)
-            problem = source_day_problem(ingestion, judged.day_fingerprints[stream][read_day])
+            problem = source_day_problem(ingestion, judged.fingerprints_by_partition[stream][read_day])
             if problem:
                 # A one-stream day names no source: the day is the source day.
                 problems.append(problem if len(reads) == 1 else f"{stream} {read_day}: {problem}")

@@ -15,8 +15,8 @@ from typing import Any
 
 from backfill_platform.pipeline.validation.bucket_verdicts import failed_buckets_table, split_by_partition
 from backfill_platform.pipeline.validation.buckets import Bucket, BucketFigures, failing_buckets
-from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.partition_inputs import PartitionInputs
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 
 
@@ -34,7 +34,7 @@ def gate_decision(
     version: str,
     shadow: Mapping[str, Fingerprint],
     days: list[str],
-    inputs: Mapping[str, DayInputs],
+    inputs: Mapping[str, PartitionInputs],
 ) -> GateDecision:
     """Judge each day on its own, from its latest validation (`validations`: day → ledger row; a day
     never validated has none).
@@ -67,10 +67,10 @@ def gate_decision(
     return decision
 
 
-def changed_in(record: Mapping[str, Any], now: DayInputs) -> str:
+def changed_in(record: Mapping[str, Any], now: PartitionInputs) -> str:
     """` of impressions` when the validation recorded its inputs per source (several sources) and they
     name the sources that changed; empty otherwise."""
-    then = DayInputs.parse(record.get("inputs"))
+    then = PartitionInputs.parse(record.get("inputs"))
     if then is None or len(now.per_source) < 2:
         return ""
     changed = then.changed_sources(now)

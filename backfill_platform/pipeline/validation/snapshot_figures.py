@@ -27,7 +27,7 @@ from backfill_platform.pipeline.validation.buckets import (
     actual_figures,
     events_values,
 )
-from backfill_platform.pipeline.validation.fingerprints import Fingerprint, day_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, fingerprints_by_partition
 from backfill_platform.specs.dataset import DatasetSpec
 from backfill_platform.specs.grain import Grain
 
@@ -108,7 +108,7 @@ def events_fingerprints(
 
     def compute() -> dict[str, Fingerprint]:
         events = events_at(spark, identifier, snapshot_id, days, grain)
-        return day_fingerprints(events, partition_of(grain, "event_time"), days)
+        return fingerprints_by_partition(events, partition_of(grain, "event_time"), days)
 
     if snapshot_id is None:
         return compute()

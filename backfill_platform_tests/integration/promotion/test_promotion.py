@@ -21,7 +21,7 @@ from backfill_platform.pipeline.promotion.revert import RevertRefused, revert_pr
 from backfill_platform.pipeline.run_settings import MAX_DIVERGENCE_TAG
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.fingerprints import partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import dataset_table_fingerprints
 from backfill_platform_tests.support.datasets import (
     dataset,
     failed_checks,
@@ -148,14 +148,14 @@ def test_promotion_is_one_snapshot_over_adopted_history(ready, spark, spark_reso
     assert summary["dagster.run-id"] == result.run_id and summary["backfill_platform.check-digest"]
 
     days = [D1, D2, D3]
-    shadow = partition_fingerprints(
+    shadow = dataset_table_fingerprints(
         read_range(spark, shadow_table(spark, spec, "v2"), spec, D1, D3 + timedelta(days=1)), spec, days
     )
-    legacy_fp = partition_fingerprints(spark.table(legacy), spec, days)
-    pinned_before = partition_fingerprints(
+    legacy_fp = dataset_table_fingerprints(spark.table(legacy), spec, days)
+    pinned_before = dataset_table_fingerprints(
         read_range(spark, table, spec, D1, D3 + timedelta(days=1), adopted), spec, days
     )
-    pinned_after = partition_fingerprints(
+    pinned_after = dataset_table_fingerprints(
         read_range(spark, table, spec, D1, D3 + timedelta(days=1), promoted), spec, days
     )
     assert pinned_before == legacy_fp and pinned_after == shadow and shadow != legacy_fp
@@ -175,7 +175,7 @@ def test_revert_restores_exactly_the_promoted_partitions(ready, spark, spark_res
     adopt(spark, spec, legacy, D1, D3 + timedelta(days=1), reason="old pipeline output")
     table = production_table(spark, spec)
     days = [D1, D2, D3]
-    before = partition_fingerprints(spark.table(table), spec, days)
+    before = dataset_table_fingerprints(spark.table(table), spec, days)
 
     assert run(
         spark_resource,
@@ -191,10 +191,10 @@ def test_revert_restores_exactly_the_promoted_partitions(ready, spark, spark_res
         D3,
         D3,
     ).success
-    third_day = partition_fingerprints(spark.table(table), spec, days)[D3.isoformat()]
+    third_day = dataset_table_fingerprints(spark.table(table), spec, days)[D3.isoformat()]
 
     result = revert_promotion(spark, spec, first, reason="test")
-    after = partition_fingerprints(spark.table(table), spec, days)
+    after = dataset_table_fingerprints(spark.table(table), spec, days)
     assert after[D1.isoformat()] == before[D1.isoformat()] and after[D2.isoformat()] == before[D2.isoformat()]
     assert after[D3.isoformat()] == third_day != before[D3.isoformat()]
     summary = snapshot_summary(spark, table, result.snapshot_id)

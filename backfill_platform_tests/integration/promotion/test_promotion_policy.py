@@ -26,7 +26,7 @@ from backfill_platform.pipeline.promotion.promote import promote
 from backfill_platform.pipeline.promotion.revert import revert_promotion
 from backfill_platform.pipeline.shadow.assets import build_shadow_asset
 from backfill_platform.pipeline.tables.dataset_tables import read_range
-from backfill_platform.pipeline.validation.fingerprints import Fingerprint, partition_fingerprints
+from backfill_platform.pipeline.validation.fingerprints import Fingerprint, dataset_table_fingerprints
 from backfill_platform_tests.support.datasets import dataset, failed_checks, run
 from backfill_platform_tests.support.session import D1, D2, D3
 from backfill_platform_tests.transforms import FLAKY_DAY
@@ -54,7 +54,7 @@ def adopted_legacy(spark, spec, playback) -> int:
 
 def fingerprints(spark, spec, snapshot: int | None = None) -> dict[str, Fingerprint]:
     table = production_table(spark, spec)
-    return partition_fingerprints(read_range(spark, table, spec, D1, END, snapshot), spec, DAYS_1_3)
+    return dataset_table_fingerprints(read_range(spark, table, spec, D1, END, snapshot), spec, DAYS_1_3)
 
 
 def summary_of(spark, spec, promotion) -> dict[str, str]:
@@ -63,7 +63,7 @@ def summary_of(spark, spec, promotion) -> dict[str, str]:
 
 def shadow_fingerprints(spark, spec) -> dict[str, Fingerprint]:
     shadow = read_range(spark, shadow_table(spark, spec, spec.active_version), spec, D1, END)
-    return partition_fingerprints(shadow, spec, DAYS_1_3)
+    return dataset_table_fingerprints(shadow, spec, DAYS_1_3)
 
 
 def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark, spark_resource, playback):
@@ -111,7 +111,10 @@ def test_one_failing_day_refuses_the_range_or_is_held_back_per_day(ready, spark,
 
     # Revert restores exactly the promoted days, in one commit, and the ledger records it.
     reverted = revert_promotion(spark, spec, promotion.snapshot_id, reason="per-day revert")
-    assert reverted.days == [d1, d3] and reverted.rows_by_day == {d1: legacy[d1].rows, d3: legacy[d3].rows}
+    assert reverted.partitions == [d1, d3] and reverted.rows_by_partition == {
+        d1: legacy[d1].rows,
+        d3: legacy[d3].rows,
+    }
     assert fingerprints(spark, spec) == legacy
     revert_summary = snapshot_summary(spark, table, reverted.snapshot_id)
     assert revert_summary[DAYS] == f"{d1},{d3}"
@@ -161,7 +164,7 @@ def test_replace_ranges_refuses_rows_of_other_days(ready, spark, spark_resource,
     assert current_snapshot_id(spark, target) == before
 
     # Non-contiguous days: D1 and D3 emptied in one commit, D2 untouched.
-    kept = partition_fingerprints(source, spec, [D2])
+    kept = dataset_table_fingerprints(source, spec, [D2])
     replace_ranges(source.limit(0), target, spec.partition_column, days_1_3, 2, {"test": "days"})
     counts = {
         r[0]: r[1]

@@ -22,7 +22,7 @@ from backfill_platform.pipeline.events.checks import (
     records_present_check,
     settled_check,
 )
-from backfill_platform.pipeline.events.completeness import DayCompleteness
+from backfill_platform.pipeline.events.completeness import PartitionCompleteness
 from backfill_platform.pipeline.events.ingest import IngestResult, PartitionFigures
 from backfill_platform.specs.stream import StreamSpec
 
@@ -123,8 +123,8 @@ def test_a_day_without_archive_records_fails_unless_empty_days_are_allowed() -> 
 # settled_check
 
 
-def completeness(**changes: object) -> DayCompleteness:
-    return DayCompleteness(**{"day": DAY, "horizon": HORIZON, "horizon_passed": True, **changes})  # type: ignore[arg-type]
+def completeness(**changes: object) -> PartitionCompleteness:
+    return PartitionCompleteness(**{"day": DAY, "horizon": HORIZON, "horizon_passed": True, **changes})  # type: ignore[arg-type]
 
 
 def test_a_day_past_its_horizon_without_holes_is_settled() -> None:

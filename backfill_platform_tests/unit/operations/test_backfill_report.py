@@ -11,7 +11,7 @@ from backfill_platform.components.registry import package_project, project_specs
 from backfill_platform.operations.backfill import (
     BackfillOutcome,
     BackfillRequest,
-    DayProblem,
+    PartitionProblem,
     problem_lines,
     report_table,
     throughput_line,
@@ -87,7 +87,9 @@ def test_a_day_whose_events_failed_names_that_check_in_the_table(data_dir):
 
 
 def test_a_step_stopped_by_blocking_checks_is_said_in_words(data_dir):
-    failing = DayProblem("2026-10-02", "raw/playback_events", "settled", "no archive file for ...", True)
+    failing = PartitionProblem(
+        "2026-10-02", "raw/playback_events", "settled", "no archive file for ...", True
+    )
     failure = (
         "raw__playback_events: dagster._core.errors.DagsterAssetCheckFailedError: "
         "1 blocking asset check failed"

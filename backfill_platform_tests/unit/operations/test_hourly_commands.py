@@ -206,7 +206,7 @@ def test_a_new_york_day_records_and_reports_the_25_hours_it_read(monkeypatch):
     """The ledger's `input_partitions` of the day summer time ends in New York (issue 61): what the shadow
     run read, counted per source, and the report's column of it."""
     from backfill_platform.operations import report
-    from backfill_platform.pipeline.validation.day_inputs import JudgedInputs
+    from backfill_platform.pipeline.validation.partition_inputs import JudgedInputs
     from backfill_platform_tests.support.datasets import local_daily_data
 
     spec = DatasetSpec.model_validate(local_daily_data("plays_new_york", "playback", "America/New_York"))

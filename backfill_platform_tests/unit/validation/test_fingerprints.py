@@ -3,15 +3,15 @@ recorded: as Dagster metadata, as the ledger columns of a prefix, read back from
 row from before that prefix was recorded); fingerprints of disjoint row sets add up exactly, however
 far the sum outgrows 64 bits; collected counts and sums become each partition's fingerprint
 (`from_sums`), and a partition's is the exact sum of its buckets', a partition without buckets
-`Fingerprint.EMPTY` (`day_fingerprints_of`). The Spark aggregations are left to the integration tests."""
+`Fingerprint.EMPTY` (`fingerprints_from_buckets`). The Spark aggregations are left to the integration tests."""
 
 from __future__ import annotations
 
 from backfill_platform.pipeline.validation.buckets import BucketFigures
 from backfill_platform.pipeline.validation.fingerprints import (
     Fingerprint,
-    day_fingerprints_of,
     fingerprint_sum,
+    fingerprints_from_buckets,
     from_sums,
 )
 
@@ -98,7 +98,7 @@ def test_a_partition_without_a_count_is_empty_and_one_without_a_hash_sum_sums_to
     assert list(from_sums({DAY: 1, OTHER: 1}, {DAY: 1, OTHER: 1}, [OTHER])) == [OTHER]
 
 
-# day_fingerprints_of
+# fingerprints_from_buckets
 
 
 def test_a_day_s_fingerprint_is_the_exact_sum_of_its_buckets() -> None:
@@ -107,7 +107,7 @@ def test_a_day_s_fingerprint_is_the_exact_sum_of_its_buckets() -> None:
         (DAY, 1): BucketFigures(rows=3, row_hash="-5"),
         (OTHER, 0): BucketFigures(rows=1, row_hash="7"),
     }
-    assert day_fingerprints_of(figures, [DAY, OTHER]) == {
+    assert fingerprints_from_buckets(figures, [DAY, OTHER]) == {
         DAY: Fingerprint(5, "18446744073709551610"),
         OTHER: Fingerprint(1, "7"),
     }
@@ -115,21 +115,21 @@ def test_a_day_s_fingerprint_is_the_exact_sum_of_its_buckets() -> None:
 
 def test_a_day_without_buckets_is_empty_and_days_not_asked_for_are_left_out() -> None:
     figures = {(OTHER, 0): BucketFigures(rows=1, row_hash="7")}
-    assert day_fingerprints_of(figures, [DAY]) == {DAY: Fingerprint.EMPTY}
-    assert day_fingerprints_of({}, [DAY, OTHER]) == {DAY: Fingerprint.EMPTY, OTHER: Fingerprint.EMPTY}
+    assert fingerprints_from_buckets(figures, [DAY]) == {DAY: Fingerprint.EMPTY}
+    assert fingerprints_from_buckets({}, [DAY, OTHER]) == {DAY: Fingerprint.EMPTY, OTHER: Fingerprint.EMPTY}
 
 
 def test_equal_row_counts_with_other_hash_sums_are_other_fingerprints() -> None:
-    one = day_fingerprints_of({(DAY, 0): BucketFigures(rows=2, row_hash="10")}, [DAY])
-    two = day_fingerprints_of({(DAY, 0): BucketFigures(rows=2, row_hash="11")}, [DAY])
+    one = fingerprints_from_buckets({(DAY, 0): BucketFigures(rows=2, row_hash="10")}, [DAY])
+    two = fingerprints_from_buckets({(DAY, 0): BucketFigures(rows=2, row_hash="11")}, [DAY])
     assert one[DAY].rows == two[DAY].rows == 2
     assert one != two
 
 
 def test_hash_sums_cancelling_out_keep_the_rows_so_the_day_is_not_empty() -> None:
     figures = {(DAY, 0): BucketFigures(rows=1, row_hash="5"), (DAY, 1): BucketFigures(rows=1, row_hash="-5")}
-    assert day_fingerprints_of(figures, [DAY]) == {DAY: Fingerprint(2, "0")}
-    assert day_fingerprints_of(figures, [DAY])[DAY] != Fingerprint.EMPTY
+    assert fingerprints_from_buckets(figures, [DAY]) == {DAY: Fingerprint(2, "0")}
+    assert fingerprints_from_buckets(figures, [DAY])[DAY] != Fingerprint.EMPTY
 
 
 def test_as_text_a_fingerprint_reads_back_exactly() -> None:

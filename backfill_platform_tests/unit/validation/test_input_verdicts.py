@@ -8,9 +8,9 @@ import pytest
 
 from backfill_platform.components.registry import demo_spec_data
 from backfill_platform.pipeline.shadow.checks import EVENTS_VALIDATED
-from backfill_platform.pipeline.validation.day_inputs import DayInputs, JudgedInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
 from backfill_platform.pipeline.validation.input_verdicts import events_validated_verdicts, source_day_problem
+from backfill_platform.pipeline.validation.partition_inputs import JudgedInputs, PartitionInputs
 from backfill_platform.pipeline.validation.verdicts import PartitionVerdict
 from backfill_platform.specs.dataset import DatasetSpec
 
@@ -75,9 +75,9 @@ def test_a_source_day_problem_says_what_is_wrong(row: dict | None, now: Fingerpr
 def one_source(day_rows: dict[str, dict | None], fingerprints: dict[str, Fingerprint]) -> JudgedInputs:
     return JudgedInputs(
         spec=SPEC,
-        day_fingerprints={"playback": fingerprints},
+        fingerprints_by_partition={"playback": fingerprints},
         ingestions={"playback": {day: row for day, row in day_rows.items() if row is not None}},
-        inputs={day: DayInputs({"playback": fingerprints[day]}) for day in fingerprints},
+        inputs={day: PartitionInputs({"playback": fingerprints[day]}) for day in fingerprints},
         reads={day: [("playback", day)] for day in fingerprints},
     )
 
@@ -114,7 +114,7 @@ def test_a_join_fails_when_one_source_day_fails_naming_the_stream_and_day() -> N
     impressions = Fingerprint(30, "7")
     judged = JudgedInputs(
         spec=SPEC,
-        day_fingerprints={
+        fingerprints_by_partition={
             "playback": {DAY: EVENTS},
             "impressions": {DAY: impressions, before: Fingerprint(3, "1")},
         },
@@ -125,7 +125,7 @@ def test_a_join_fails_when_one_source_day_fails_naming_the_stream_and_day() -> N
                 before: ingestion(run_id="i-0", passed=False),
             },
         },
-        inputs={DAY: DayInputs({"playback": EVENTS, "impressions": impressions})},
+        inputs={DAY: PartitionInputs({"playback": EVENTS, "impressions": impressions})},
         reads={DAY: [("playback", DAY), ("impressions", before), ("impressions", DAY)]},
     )
     [verdict] = events_validated_verdicts(EVENTS_VALIDATED, [DAY], judged)

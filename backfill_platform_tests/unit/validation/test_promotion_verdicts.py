@@ -12,8 +12,8 @@ import pytest
 
 from backfill_platform.pipeline.promotion.checks import PROMOTION_VERIFIED
 from backfill_platform.pipeline.validation.buckets import BucketFigures
-from backfill_platform.pipeline.validation.day_inputs import DayInputs
 from backfill_platform.pipeline.validation.fingerprints import Fingerprint
+from backfill_platform.pipeline.validation.partition_inputs import PartitionInputs
 from backfill_platform.pipeline.validation.promotion_verdicts import (
     GateDecision,
     compare_buckets,
@@ -55,10 +55,10 @@ def judge(
     ledger: dict[str, dict],
     days: list[str],
     shadow: dict[str, Fingerprint] | None = None,
-    inputs: dict[str, DayInputs] | None = None,
+    inputs: dict[str, PartitionInputs] | None = None,
 ) -> tuple[dict[str, dict], dict[str, str]]:
     shadow = shadow or dict.fromkeys(days, SHADOW)
-    inputs = inputs or {day: DayInputs({"playback": EVENTS}) for day in days}
+    inputs = inputs or {day: PartitionInputs({"playback": EVENTS}) for day in days}
     decision = gate_decision(ledger, "v2", shadow, days, inputs)
     assert isinstance(decision, GateDecision)
     return decision.promotable, decision.held_back
@@ -110,7 +110,7 @@ def test_an_empty_shadow_validated_empty_is_promotable(ledger: dict[str, dict]) 
         ledger,
         [DAY],
         shadow={DAY: Fingerprint.EMPTY},
-        inputs={DAY: DayInputs({"playback": Fingerprint.EMPTY})},
+        inputs={DAY: PartitionInputs({"playback": Fingerprint.EMPTY})},
     )
     assert list(passed) == [DAY] and problems == {}
 
@@ -131,7 +131,7 @@ def test_a_day_whose_events_were_re_derived_is_stale_however_good_its_verdicts(
 ) -> None:
     ledger[DAY] = validation(run_id="run-4")
     passed, problems = judge(
-        ledger, [DAY], inputs={DAY: DayInputs({"playback": Fingerprint(4000, "123456780")})}
+        ledger, [DAY], inputs={DAY: PartitionInputs({"playback": Fingerprint(4000, "123456780")})}
     )
     assert passed == {}
     # One source: the message names none.
@@ -142,15 +142,15 @@ def test_a_day_whose_events_were_re_derived_is_stale_however_good_its_verdicts(
 
 
 def test_a_one_source_day_names_no_source_even_with_its_inputs_recorded(ledger: dict[str, dict]) -> None:
-    then = DayInputs({"playback": EVENTS})
+    then = PartitionInputs({"playback": EVENTS})
     ledger[DAY] = validation(run_id="run-4", inputs=then.text())
-    _, problems = judge(ledger, [DAY], inputs={DAY: DayInputs({"playback": Fingerprint(3999, "1")})})
+    _, problems = judge(ledger, [DAY], inputs={DAY: PartitionInputs({"playback": Fingerprint(3999, "1")})})
     assert problems[DAY].startswith("the events changed since shadow v2 was validated in run run-4")
 
 
 def test_a_join_names_the_source_whose_events_changed(ledger: dict[str, dict]) -> None:
-    then = DayInputs({"playback": EVENTS, "impressions": Fingerprint(10, "55")})
-    now = DayInputs({"playback": EVENTS, "impressions": Fingerprint(11, "56")})
+    then = PartitionInputs({"playback": EVENTS, "impressions": Fingerprint(10, "55")})
+    now = PartitionInputs({"playback": EVENTS, "impressions": Fingerprint(11, "56")})
     ledger[DAY] = validation(run_id="run-5", events=then.total, inputs=then.text())
     passed, problems = judge(ledger, [DAY], inputs={DAY: now})
     assert passed == {}
@@ -160,8 +160,8 @@ def test_a_join_names_the_source_whose_events_changed(ledger: dict[str, dict]) -
 
 
 def test_a_join_whose_validation_did_not_record_its_inputs_names_no_source(ledger: dict[str, dict]) -> None:
-    then = DayInputs({"playback": EVENTS, "impressions": Fingerprint(10, "55")})
-    now = DayInputs({"playback": Fingerprint(4001, "1"), "impressions": Fingerprint(10, "55")})
+    then = PartitionInputs({"playback": EVENTS, "impressions": Fingerprint(10, "55")})
+    now = PartitionInputs({"playback": Fingerprint(4001, "1"), "impressions": Fingerprint(10, "55")})
     ledger[DAY] = validation(run_id="run-6", events=then.total, inputs=None)
     _, problems = judge(ledger, [DAY], inputs={DAY: now})
     assert problems[DAY].startswith("the events changed since shadow v2 was validated in run run-6")
@@ -180,7 +180,7 @@ def test_each_day_is_judged_on_its_own_and_lands_on_exactly_one_side(ledger: dic
 def test_a_join_whose_recorded_sources_all_match_names_no_source_rather_than_none() -> None:
     # The validation recorded a total other than its sources' sum: no source is to blame by name, and
     # the reason reads "the events changed", never "the events of  changed".
-    now = DayInputs({"playback": EVENTS, "impressions": Fingerprint(10, "55")})
+    now = PartitionInputs({"playback": EVENTS, "impressions": Fingerprint(10, "55")})
     ledger = {DAY: validation(run_id="run-8", events=Fingerprint(1, "1"), inputs=now.text())}
     _, problems = judge(ledger, [DAY], inputs={DAY: now})
     assert problems[DAY].startswith("the events changed since shadow v2 was validated in run run-8")

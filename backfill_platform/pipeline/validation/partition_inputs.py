@@ -1,6 +1,6 @@
 """What a dataset day read from its sources, and everything a shadow run judged about those inputs.
 
-`DayInputs` is one day's input fingerprint per source (see `pipeline/shadow/inputs.py` for what a day
+`PartitionInputs` is one day's input fingerprint per source (see `pipeline/shadow/inputs.py` for what a day
 reads); `JudgedInputs` carries, for a run's days, the events-side expectations, the whole-day fingerprints
 and latest ingestions of every source day read, and each day's inputs: what the `events_validated` check
 judges and what the ledger records with the validation.
@@ -20,7 +20,7 @@ INGESTION_FIGURES = ("archive_files", "records", "written", "duplicates", "quara
 
 
 @dataclass(frozen=True)
-class DayInputs:
+class PartitionInputs:
     """What one dataset day read, per source: recorded with its validation, compared by the gate."""
 
     per_source: dict[str, Fingerprint]
@@ -34,20 +34,24 @@ class DayInputs:
         return ";".join(f"{name}={f.text()}" for name, f in sorted(self.per_source.items()))
 
     @classmethod
-    def parse(cls, text: str | None) -> DayInputs | None:
+    def parse(cls, text: str | None) -> PartitionInputs | None:
         if not text:
             return None
         parts = (item.split("=", 1) for item in text.split(";"))
         return cls({name: Fingerprint.parse(f) for name, f in parts})
 
-    def changed_sources(self, other: DayInputs) -> list[str]:
+    def changed_sources(self, other: PartitionInputs) -> list[str]:
         names = set(self.per_source) | set(other.per_source)
         return sorted(n for n in names if self.per_source.get(n) != other.per_source.get(n))
 
 
-def day_inputs(per_source: dict[str, dict[str, Fingerprint]], days: list[str]) -> dict[str, DayInputs]:
+def partition_inputs(
+    per_source: dict[str, dict[str, Fingerprint]], days: list[str]
+) -> dict[str, PartitionInputs]:
     """Each day's Inputs from each source's input fingerprints by day."""
-    return {d: DayInputs({name: fingerprints[d] for name, fingerprints in per_source.items()}) for d in days}
+    return {
+        d: PartitionInputs({name: fingerprints[d] for name, fingerprints in per_source.items()}) for d in days
+    }
 
 
 @dataclass
@@ -57,10 +61,10 @@ class JudgedInputs:
     spec: DatasetSpec
     expected: dict[Bucket, BucketFigures] = field(default_factory=dict)
     # stream -> source day -> the whole day's fingerprint / latest ingestion row
-    day_fingerprints: dict[str, dict[str, Fingerprint]] = field(default_factory=dict)
+    fingerprints_by_partition: dict[str, dict[str, Fingerprint]] = field(default_factory=dict)
     ingestions: dict[str, dict[str, dict]] = field(default_factory=dict)
     # dataset day -> what it read, and the (stream, source day) pairs it read
-    inputs: dict[str, DayInputs] = field(default_factory=dict)
+    inputs: dict[str, PartitionInputs] = field(default_factory=dict)
     reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def input_partitions(self, day: str) -> str | None:
