@@ -87,10 +87,19 @@ def init(path: Path) -> None:
 @click.option("--short-days", type=int, default=3, show_default=True, help="Memory: short range; 0: skip.")
 @click.option("--long-days", type=int, default=30, show_default=True, help="Memory: long range.")
 @click.option("--duckdb/--no-duckdb", default=True, show_default=True, help="If the extra is installed.")
-@click.option("--scale", is_flag=True, help="Add (f) the big day and (g) many small files.")
+@click.option(
+    "--scale", is_flag=True, help="Add (f) the big day, (g) many small files, (h) copies of the big day."
+)
 @click.option("--big-days", type=int, default=2, show_default=True, help="(f): days.")
 @click.option(
     "--big-events-per-day", type=int, default=1_500_000, show_default=True, help="(f): events a day."
+)
+@click.option(
+    "--huge-copies",
+    type=int,
+    default=10,
+    show_default=True,
+    help="(h): the big day's archive this many times over, for how cost grows; 0: not run.",
 )
 @click.option("--files-days", type=int, default=365, show_default=True, help="(g): days.")
 @click.option("--files-events-per-day", type=int, default=300, show_default=True, help="(g): events a day.")
@@ -98,7 +107,7 @@ def init(path: Path) -> None:
 @click.option(
     "--other-line",
     default="",
-    help="The Python of another Spark line's environment: (a)-(c) and the big day run on it too.",
+    help="The Python of another Spark line's environment: (a)-(c), (f) and (h) run on it too.",
 )
 @click.option(
     "--out",

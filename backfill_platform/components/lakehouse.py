@@ -16,11 +16,13 @@ class Lakehouse(Component):
     docs/deployment.md), the fenced executor, the `daily_refresh` automation sensor and the revert job."""
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from backfill_platform.components.registry import checked, refuse_flat_route, tree_specs
+        from backfill_platform.components.registry import refuse_flat_route, tree_specs
         from backfill_platform.orchestration.factory import platform_definitions
 
         # Every code location has one Lakehouse: the variable of the former spec folders is refused here,
         # whichever definitions.py loads the project.
         refuse_flat_route()
-        # The project's streams and datasets, for the jobs that look one up by name (revert, replay).
-        return platform_definitions(checked(tree_specs(context.component_tree)))
+        # The project's streams and datasets, for the jobs that look one up by name (revert, replay). Each
+        # Dataset's own build_defs checks its SQL against its streams, and `platform_definitions` the
+        # streams' isolation: not checked a second time here.
+        return platform_definitions(tree_specs(context.component_tree))

@@ -92,7 +92,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
 
 
 def test_bench_scale_cases(tmp_path: Path) -> None:
-    # (f) and (g) on tiny sizes: bare Spark and the events step on each, nothing else.
+    # (f), (g) and (h) on tiny sizes: bare Spark and the events step on each, nothing else.
     config = BenchConfig(
         repetitions=0,
         range_days=0,
@@ -100,6 +100,7 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
         scale=True,
         big_days=1,
         big_events_per_day=2000,
+        huge_copies=2,
         files_days=2,
         files_events_per_day=100,
         files_per_hour=3,
@@ -111,10 +112,10 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
 
     result = json.loads((tmp_path / "bench" / RESULT_FILE).read_text())
     assert {(r["group"], r["variant"]) for r in result["runs"]} == {
-        (g, v) for g in ("big", "files") for v in ("baseline", "events")
+        (g, v) for g in ("big", "files", "huge") for v in ("baseline", "events")
     }
     archive_files = len(list((tmp_path / "bench" / "archives" / "files").rglob("*.jsonl.gz")))
-    for group in ("big", "files"):
+    for group in ("big", "files", "huge"):
         case = result["scale"][group]
         runs = [r for r in result["runs"] if r["group"] == group]
         assert all(r["rows"] == r["expected_rows"] > 0 for r in runs)
@@ -131,10 +132,20 @@ def test_bench_scale_cases(tmp_path: Path) -> None:
     hours = {path.parent for path in (tmp_path / "bench" / "archives" / "files").rglob("*.jsonl.gz")}
     assert archive_files > len(hours) >= 3 * 24
     assert 2 * 24 < result["scale"]["files"]["files"] <= archive_files
+    # (h): the big day's files twice over, each copy's ids its own, so twice its rows, read back.
+    big_runs, huge_runs = ([r for r in result["runs"] if r["group"] == g] for g in ("big", "huge"))
+    assert result["scale"]["huge"]["files"] == 2 * result["scale"]["big"]["files"]
+    assert [r["rows"] for r in huge_runs] == [2 * r["rows"] for r in big_runs]
+    growth = result["growth"]["default"]
+    assert [row["case"] for row in growth] == ["big", "huge"]
+    assert growth[1]["events"] == 2 * growth[0]["events"] == huge_runs[0]["rows"]
+    assert all(row["events_ratio"] > 0 and row["events_per_s_per_core"] > 0 for row in growth)
     targets = [t["target"] for t in result["targets"]]
     assert (
         sum("(f) big day" in t for t in targets) == 2
         and sum("(g) many small files" in t for t in targets) == 3
+        and sum("(h) copies of the big day" in t for t in targets) == 2
     )
     printed = (tmp_path / "report.txt").read_text()
     assert "(f) big day" in printed and "(g) many small files" in printed
+    assert "how cost grows with size" in printed and "(h) copies of the big day" in printed

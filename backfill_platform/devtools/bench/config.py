@@ -25,9 +25,11 @@ class BenchConfig:
     long_days: int = 30
     duckdb: bool = True  # where the `bench` extra is installed
     variants: tuple[str, ...] = ("baseline", "events", "backfill", "duckdb")  # of the comparison
-    scale: bool = False  # add (f) the big day and (g) many small files
+    scale: bool = False  # add (f) the big day, (g) many small files and (h) copies of the big day
     big_days: int = 2
     big_events_per_day: int = 1_500_000
+    # (h) how cost grows: the big day's archive this many times over (ids made distinct per copy); 0: not run
+    huge_copies: int = 10
     files_days: int = 365
     files_events_per_day: int = 300
     files_per_hour: int = 3

@@ -13,23 +13,26 @@ of `range_days` days and `range_days` one-day runs, and the validated backfill o
 
 With `scale` (`make bench BENCH_ARGS=--scale`), two cases users meet are added, each variant once and
 interleaved, against bare Spark on the same archive: (f) the big day (`big_days x big_events_per_day`,
-one file per hour) and (g) many small files (`files_days` of a low-volume stream, `files_events_per_day`
-events a day in `files_per_hour` files an hour). Platform runs report each step's seconds and the
-seconds per partition no Spark job ran (`measure.step_figures`).
+one file per hour), (g) many small files (`files_days` of a low-volume stream, `files_events_per_day`
+events a day in `files_per_hour` files an hour) and (h) the big day `huge_copies` times over
+(`multiply`: its files side by side, ids made distinct per copy), for how cost grows with size. Platform
+runs report each step's seconds and the seconds per partition no Spark job ran (`measure.step_figures`).
 
 With `other_line` (the Python of another Spark line's environment, e.g. `.venv-spark-4.1/bin/python`;
-`make bench` passes it), (a)-(c) of the comparison and the big day run again on that line, interleaved
+`make bench` passes it), (a)-(c) of the comparison, the big day and (h) run again on that line, interleaved
 with the default line's runs, and their ratios are reported beside the default's.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
@@ -68,7 +71,7 @@ class Archive:
 class Run:
     label: str
     variant: str  # baseline | events | backfill | duckdb
-    group: str  # compare | range | daily | warm | short | long | big | files
+    group: str  # compare | range | daily | warm | short | long | big | files | huge
     archive: Archive
     first: date
     days: int
@@ -112,6 +115,54 @@ def generate(
     truth = generate_playback_archive(check_archive_root(_stream().archive, data), config)
     written = {day: figures["written"] for day, figures in truth["partitions"].items()}
     return Archive(label, data, days, events_per_day, truth["totals"], written)
+
+
+EVENT_ID_KEY = b'"event_id":"'
+
+
+def _copy_file(source: Path, dest: Path, copy: int) -> tuple[int, int]:
+    """One file of copy `copy` (0 is the original): every event id prefixed with the copy's mark. Returns
+    (lines, bytes written)."""
+    data = gzip.decompress(source.read_bytes())
+    lines = data.count(b"\n")
+    if copy:
+        ids = data.count(EVENT_ID_KEY)
+        if ids != lines:  # the generator's clean archive: one id per line, always spelled so
+            raise ValueError(f"{source}: {ids} event ids in {lines} lines; cannot make its copies distinct")
+        data = data.replace(EVENT_ID_KEY, EVENT_ID_KEY + b"c%02d-" % copy)
+    # Level 1: a copy ten times the big day is written in minutes; readers do not care.
+    packed = gzip.compress(data, compresslevel=1, mtime=0)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(packed)
+    return lines, len(packed)
+
+
+def multiply(source: Archive, out: Path, label: str, copies: int) -> Archive:
+    """`copies` times `source`'s events: its archive's files side by side in every hour (parts
+    0001..`copies`), each copy's event ids made distinct by a prefix. Every copy keeps the source's
+    duplicates, conflicting copies, lateness and schema change, so the truth is the source's, times
+    `copies`. The generator holds an archive's lines in memory; this streams file by file, so ten times
+    the big day fits a machine that cannot generate it."""
+    from backfill_platform.specs.archive_location import check_archive_root
+
+    archive = _stream().archive
+    src_root = check_archive_root(archive, source.data_dir)
+    data = out / "archives" / label
+    root = check_archive_root(archive, data)
+    jobs = []
+    for path in sorted(src_root.rglob("*-0001.jsonl.gz")):
+        relative = path.relative_to(src_root)
+        for copy in range(copies):
+            name = relative.name.replace("-0001.jsonl.gz", f"-{copy + 1:04d}.jsonl.gz")
+            jobs.append((path, root / relative.parent / name, copy))
+    with ProcessPoolExecutor(max_workers=os.cpu_count()) as pool:
+        done = list(pool.map(_copy_file, *zip(*jobs, strict=True), chunksize=4))
+    lines = sum(n for n, _ in done)
+    if lines != copies * source.totals["lines"]:
+        raise ValueError(f"{label}: {lines:,} lines copied, {copies} x {source.totals['lines']:,} expected")
+    totals = {"lines": lines, "files": len(done), "bytes": sum(size for _, size in done)}
+    written = {day: copies * count for day, count in source.written.items()}
+    return Archive(label, data, source.days, copies * source.events_per_day, totals, written)
 
 
 def window_files(archive: Archive, first: date, days: int) -> list[str]:
@@ -162,7 +213,7 @@ def plan(
             if variant.endswith("_hourly") and archive.label != "files":
                 continue  # a year of hours against a year of days: the many small files only
             add(variant, archive.label, archive, config.start, archive.days)
-        if archive.label == "big":
+        if archive.label in ("big", "huge"):
             for variant in (v for v in other if v in config.scale_variants):
                 add(variant, archive.label, archive, config.start, archive.days, line=OTHER_LINE)
         if archive.label == "files" and "backfill" in config.scale_variants and config.short_days:
@@ -356,6 +407,10 @@ def run_bench(config: BenchConfig, console: Console | None = None) -> dict:
             config.files_per_hour,
         )
         scale = [replace(big, days=config.big_days), replace(files, days=config.files_days)]
+        if config.huge_copies > 1:
+            # (h) how cost grows with size: too big for the generator's memory, so the big day copied.
+            huge = multiply(big, out, "huge", config.huge_copies)
+            scale.append(replace(huge, days=config.big_days))
     small_days = max(config.range_days, config.long_days if config.short_days else 0)
     small = (
         generate(out, "refresh", config.start, small_days, config.refresh_events_per_day)

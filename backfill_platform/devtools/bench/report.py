@@ -76,6 +76,10 @@ def summarize(result: dict, config: BenchConfig) -> dict[str, Any]:
         }
     _summarize_ranges(summary, group)
     _summarize_scale(summary, runs)
+    cpus = result.get("machine", {}).get("cpus") or 1
+    summary["growth"] = {
+        line: _growth(_on_line(every_line, line), cpus) for line in (DEFAULT_LINE, OTHER_LINE)
+    }
     summary["targets"] = _targets(summary, config)
     return summary
 
@@ -177,8 +181,53 @@ def _summarize_scale(summary: dict[str, Any], runs: list[dict]) -> None:
         }
 
 
-SCALE_CASES = {"big": "(f) big day", "files": "(g) many small files"}
+SCALE_CASES = {"big": "(f) big day", "files": "(g) many small files", "huge": "(h) copies of the big day"}
+# How cost grows: the same stream at three sizes (the comparison, the big day, ten big days).
+GROWTH_CASES = {"compare": "(a)-(c)", "big": SCALE_CASES["big"], "huge": SCALE_CASES["huge"]}
 STEP_KINDS = (("events", "events"), ("shadow", "shadow__"), ("production", "production"))
+
+
+def _growth(runs: list[dict], cpus: int) -> list[dict[str, Any]]:
+    """Each size of the same stream on one line: bare Spark's wall, the events step's and the validated
+    backfill's walls and ratios, and events per second per core: the events step's over its Dagster
+    step's seconds (the run's start-up not counted against it), bare Spark's over its wall. Medians
+    where a size ran more than once."""
+    rows = []
+    for group in GROWTH_CASES:
+        mine = _of(runs, group)
+        by = {v: [r for r in mine if r["variant"] == v] for v in ("baseline", "events", "backfill")}
+        if not by["baseline"] or not (by["events"] or by["backfill"]):
+            continue
+        base = _median(by["baseline"], "wall_s")
+        step_s = [s["events"]["seconds"] for r in by["events"] if (s := _steps_by_kind(r)).get("events")]
+        events = (by["events"] or by["backfill"])[0]["expected_rows"]
+        rows.append({
+            "case": group,
+            "events": events,
+            "bare_s": base,
+            "events_s": _median(by["events"], "wall_s"),
+            "events_ratio": _ratio(_median(by["events"], "wall_s"), base),
+            "backfill_s": _median(by["backfill"], "wall_s"),
+            "backfill_ratio": _ratio(_median(by["backfill"], "wall_s"), base),
+            "events_step_s": round(median(step_s), 3) if step_s else None,
+            "events_per_s_per_core": round(events / median(step_s) / cpus) if step_s else None,
+            "bare_events_per_s_per_core": round(events / base / cpus) if base else None,
+        })  # fmt: skip
+    return rows
+
+
+def _growth_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=title)
+    for column in ("case", "events", "bare Spark s", "events step s", "x bare", "validated backfill s",
+                   "x bare", "events step: events/s per core", "bare Spark: events/s per core"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "case" else "right")
+    for row in rows:
+        table.add_row(
+            GROWTH_CASES[row["case"]], _fmt(row["events"]), _fmt(row["bare_s"]), _fmt(row["events_s"]),
+            _fmt(row["events_ratio"], 2, "x"), _fmt(row["backfill_s"]), _fmt(row["backfill_ratio"], 2, "x"),
+            _fmt(row["events_per_s_per_core"]), _fmt(row["bare_events_per_s_per_core"]),
+        )  # fmt: skip
+    return table
 
 
 def _of(runs: list[dict], group: str) -> list[dict]:
@@ -264,13 +313,17 @@ def _targets(summary: dict, config: BenchConfig) -> list[dict]:
         (f"marginal cost per extra day in one run ({config.refresh_events_per_day:,}/day)", "≤ 1 s", summary.get("marginal_s_per_day"), 1.0),
         (f"driver JVM peak RSS, {mem.get('long_days', config.long_days)}-day / {mem.get('short_days', config.short_days)}-day range", "≤ 1.2x", mem.get("long_over_short"), 1.2),
     ]  # fmt: skip
-    big_lines = [("", summary.get("scale", {}).get("big"))]
-    if other and other["scale"].get("big"):
-        big_lines.append((f", Spark {other['spark']}", other["scale"]["big"]))
-    for line, case in big_lines:
+    big_lines = [
+        ("big", "", summary.get("scale", {}).get("big")),
+        ("huge", "", summary.get("scale", {}).get("huge")),
+    ]
+    for group in ("big", "huge"):
+        if other and other["scale"].get(group):
+            big_lines.append((group, f", Spark {other['spark']}", other["scale"][group]))
+    for group, line, case in big_lines:
         if case is None:
             continue
-        label = f"{SCALE_CASES['big']} ({case['days']} d, {case['files']:,} files)"
+        label = f"{SCALE_CASES[group]} ({case['days']} d, {case['files']:,} files)"
         platform = case["variants"]
         rows.append((f"{label}: validated backfill / bare Spark (wall){line}", f"≤ {VALIDATED_GOAL}x", platform.get("backfill", {}).get("ratio_wall"), VALIDATED_GOAL))  # fmt: skip
         rows.append((f"{label}: events step / bare Spark (wall){line}", f"≤ {EVENTS_GOAL}x", platform.get("events", {}).get("ratio_wall"), EVENTS_GOAL))  # fmt: skip
@@ -441,6 +494,11 @@ def print_report(result: dict, config: BenchConfig, console: Console) -> None:
             console.print(
                 f"driver time outside Spark jobs per extra day (year against short range), ms: {marginal}"
             )
+
+    for line, rows in result.get("growth", {}).items():
+        if len(rows) > 1:
+            version = spark.get(line, "")
+            console.print(_growth_table(f"how cost grows with size, Spark {version} (each run's wall)", rows))
 
     targets = Table(title="targets (reported, not asserted)")
     for column in ("target", "goal", "measured", ""):

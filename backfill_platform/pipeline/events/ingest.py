@@ -156,7 +156,7 @@ def ingest_window(
         # records keep their raw line there (the events never read it, the figures one sample per reason
         # and day): the cache of a big day is then about half the size.
         quarantined = F.col("_reason").isNotNull() & ~F.col("_erased")  # whose text the quarantine keeps
-        with uncompressed_cache(spark):
+        with classify_settings(spark, sum(f.size for f in files)):
             classified = (
                 classify_window(records, spec, plan)
                 .withColumn("line", F.when(quarantined, F.col("line")))
@@ -288,18 +288,54 @@ def _events_write_options(partitions: Mapping[str, PartitionFigures]) -> dict[st
     return {"distribution-mode": "range"} if spread else {}
 
 
+# The comparison of each id's copies shuffles a window's records (5 to 6 bytes of shuffle for each byte of
+# gzip archive read) and sorts each partition. A local task's sort spills once its partition holds more
+# than about 16 MiB of archive: 2 days x 15M events (1.2 GiB of archive) in the session's 8 partitions
+# spilled 22 GiB, in 46 still 14 GiB; in 138 (8 MiB each) nothing, and the comparison's job took 122 s
+# instead of 161-169 s (docs/performance.md, "How cost grows").
+SPILLS_FROM_ARCHIVE_BYTES = 16 * 2**20
+ARCHIVE_BYTES_PER_SHUFFLE_PARTITION = 8 * 2**20
+MAX_SHUFFLE_PARTITIONS = 2000
+
+
+def classify_shuffle_partitions(configured: int, read_bytes: int) -> int:
+    """The classification's shuffle partitions for `read_bytes` of archive: the session's own setting
+    (`configured`, its `spark.sql.shuffle.partitions`) while its partitions' sort fits in memory, else
+    one partition for each `ARCHIVE_BYTES_PER_SHUFFLE_PARTITION` read. Reads up to the big day's keep
+    the session's setting: there, more tasks only cost their overhead."""
+    if read_bytes <= configured * SPILLS_FROM_ARCHIVE_BYTES:
+        return configured
+    return min(-(-read_bytes // ARCHIVE_BYTES_PER_SHUFFLE_PARTITION), MAX_SHUFFLE_PARTITIONS)
+
+
 @contextmanager
-def uncompressed_cache(spark: SparkSession) -> Iterator[None]:
-    """Caches built within skip Spark's columnar compression. The classified records are cached to be read
-    three times and dropped at the end of the run: encoding them cost more than it saved. Measured on 2
-    days x 1.5M events, warm: classify and cache 39.7-42.1 s compressed, 31.1 s not (28.6 s uncached)."""
-    key = "spark.sql.inMemoryColumnarStorage.compressed"
-    before = spark.conf.get(key, "true")
-    spark.conf.set(key, "false")
+def classify_settings(spark: SparkSession, read_bytes: int) -> Iterator[None]:
+    """The session's settings while the classified records are planned and cached, restored after.
+
+    - No columnar compression of the cache: it is read three times and dropped at the end of the run,
+      and encoding it cost more than it saved (2 days x 1.5M events, warm: classify and cache 39.7-42.1 s
+      compressed, 31.1 s not, 28.6 s uncached).
+    - Shuffle partitions by the bytes read (`classify_shuffle_partitions`), so that the comparison's sort
+      does not spill on a big read. Neither changes a row or a figure: only how the work is cut."""
+    settings = {
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        "spark.sql.shuffle.partitions": str(
+            classify_shuffle_partitions(
+                int(spark.conf.get("spark.sql.shuffle.partitions", "200")), read_bytes
+            )
+        ),
+    }
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(key, before)
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _records_per_file(records: DataFrame) -> dict[str, int]:

@@ -132,3 +132,34 @@ def test_pyiceberg_reads_what_spark_wrote(materialized, catalog, spark, playback
         .select("event_id")
         .collect()
     }
+
+
+def test_a_finer_shuffle_changes_no_row_figure_or_checksum(
+    materialized, truth, data_dir, spark, playback, monkeypatch
+):
+    """A read big enough to spill is classified in more shuffle partitions (`classify_shuffle_partitions`):
+    the same window cut in 29 gives the session's rows, checksums and figures, and the session's own
+    setting is back after it."""
+    from backfill_platform.pipeline.events import ingest
+
+    asked: list[tuple[int, int]] = []
+
+    def finer(configured: int, read_bytes: int) -> int:
+        asked.append((configured, read_bytes))
+        return 29
+
+    monkeypatch.setattr(ingest, "classify_shuffle_partitions", finer)
+    stream = stream_copy(playback, data_dir, "playback_finer")
+    archive = archive_for(stream)
+    plan = ReadPlan.for_range(stream, *WINDOW)
+    result = ingest_window(spark, stream, archive, plan)
+
+    configured = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    read = sum(f.size for f in ingest.window_files(archive, plan.window))
+    assert asked == [(configured, read)] and read > 0 and configured != 29
+    for table in (events_table, quarantine_table):
+        assert checksum(spark.table(table(spark, stream))) == checksum(spark.table(table(spark, playback)))
+    for i in range(DAYS):
+        day = (START + timedelta(days=i)).isoformat()
+        assert result.partitions[day].written == truth["partitions"][day]["written"], day
+        assert result.partitions[day].duplicates == truth["partitions"][day]["duplicates"], day

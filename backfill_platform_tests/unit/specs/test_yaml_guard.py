@@ -77,6 +77,7 @@ YAML_PROBES = {
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("probe", list(YAML_PROBES))
 def test_hostile_yaml_is_refused_on_both_routes_with_file_and_line(tmp_path, probe):
+    from backfill_platform.components.registry import project_definitions
     from backfill_platform.specs.yaml_guard import check_folder
 
     make, words = YAML_PROBES[probe]
@@ -85,9 +86,11 @@ def test_hostile_yaml_is_refused_on_both_routes_with_file_and_line(tmp_path, pro
     path = make(defs)
     with pytest.raises(SpecError) as project_route:  # the CLI's and the jobs' specs
         load_project(project)
-    with pytest.raises(SpecError) as components_route:  # what definitions.py runs before Dagster parses
+    with pytest.raises(SpecError) as components_route:  # what every init-made definitions.py runs first
         check_folder(defs)
-    for error in (project_route, components_route):
+    with pytest.raises(SpecError) as definitions_route:  # what the package's definitions.py loads through
+        project_definitions(project)
+    for error in (project_route, components_route, definitions_route):
         message = str(error.value)
         assert message.startswith(f"{path}: ") and words in message, message
 
@@ -97,9 +100,8 @@ def test_the_components_route_checks_before_dagster_parses():
     import backfill_platform.definitions as definitions
     from backfill_platform.components.project import DEFINITIONS
 
-    assert (
-        "check_folder(Path(backfill_platform.defs.__file__).parent)" in Path(definitions.__file__).read_text()
-    )
+    # The package's through the registry's one entrance (probed above as `definitions_route`).
+    assert "project_definitions(package_project())" in Path(definitions.__file__).read_text()
     assert 'check_folder(Path(__file__).parent / "defs")' in DEFINITIONS
 
 
