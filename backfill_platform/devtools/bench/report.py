@@ -182,7 +182,7 @@ def _summarize_scale(summary: dict[str, Any], runs: list[dict]) -> None:
 
 
 SCALE_CASES = {"big": "(f) big day", "files": "(g) many small files", "huge": "(h) copies of the big day"}
-# How cost grows: the same stream at three sizes (the comparison, the big day, ten big days).
+# How cost grows: the same stream at three sizes (the comparison, the big day, copies of the big day).
 GROWTH_CASES = {"compare": "(a)-(c), the comparison", "big": SCALE_CASES["big"], "huge": SCALE_CASES["huge"]}
 STEP_KINDS = (("events", "events"), ("shadow", "shadow__"), ("production", "production"))
 
